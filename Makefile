@@ -1,0 +1,38 @@
+# userquota: build, test and benchmark. `make help` lists the targets.
+
+GO       ?= go
+BIN      ?= bin
+# How long the parser fuzz target runs in `make test` (a smoke run; run
+# `make fuzz FUZZTIME=10m` for a real session).
+FUZZTIME ?= 20s
+# Packages with concurrency (run under the race detector).
+PKGS     := ./...
+
+.PHONY: all help build test test-unit fuzz bench lint clean
+
+all: build
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build the binaries into bin/
+	$(GO) build -o $(BIN)/userquotactl ./cmd/userquotactl
+
+test: lint test-unit fuzz ## every test tier that needs no Docker (what CI runs)
+
+test-unit: ## unit, golden, differential and concurrency tests, with -race
+	$(GO) test -race -count=1 $(PKGS)
+
+fuzz: ## fuzz the queue-config parser for FUZZTIME
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./pkg/queueconfig
+
+bench: ## ugm micro-benchmarks (see docs/performance.md)
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./pkg/resources ./pkg/ugm
+
+lint: ## gofmt and go vet
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean: ## remove build output
+	rm -rf $(BIN)

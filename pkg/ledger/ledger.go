@@ -1,0 +1,154 @@
+// Package ledger records what each pod was charged and releases it exactly
+// once. The scheduler plugin and the simulator both charge pods through it,
+// so the simulator replays exactly what the scheduler does.
+//
+// Locking: Ledger.mu is taken before the ugm Manager's lock, never after.
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// ErrAlreadyAllocated is returned when a pod that is live is allocated again.
+var ErrAlreadyAllocated = errors.New("already allocated")
+
+// Charge is what one pod holds: the request ugm committed for it. Forced
+// records a charge taken without a limit check (a pod found running).
+type Charge struct {
+	Pod     string
+	Request ugm.Request
+	Forced  bool
+}
+
+// Ledger maps live pods (by UID) to their charges. The zero value is not
+// usable; call New.
+type Ledger struct {
+	mu   sync.Mutex
+	ugm  *ugm.Manager
+	pods map[string]*Charge
+}
+
+// New returns an empty ledger charging m.
+func New(m *ugm.Manager) *Ledger {
+	return &Ledger{ugm: m, pods: map[string]*Charge{}}
+}
+
+// Manager returns the User Group Manager the ledger charges.
+func (l *Ledger) Manager() *ugm.Manager { return l.ugm }
+
+// Check asks whether req would be admitted now, changing nothing.
+func (l *Ledger) Check(req *ugm.Request) error { return l.ugm.Check(req) }
+
+// Allocate charges pod with req if every limit allows it. A pod already live
+// gets ErrAlreadyAllocated and nothing changes.
+func (l *Ledger) Allocate(pod string, req ugm.Request) error {
+	return l.allocate(pod, req, false)
+}
+
+// ForceAllocate charges a pod that is already running (found bound after a
+// restart or failover) without checking limits. A pod already live is left
+// as it is and reported with ErrAlreadyAllocated, so repeated informer events
+// never count twice. If the pod's application is held by another user or
+// queue, the pod is charged as an application of its own (keyed by the pod)
+// so that nothing that runs goes uncounted.
+func (l *Ledger) ForceAllocate(pod string, req ugm.Request) error {
+	return l.allocate(pod, req, true)
+}
+
+func (l *Ledger) allocate(pod string, req ugm.Request, force bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, live := l.pods[pod]; live {
+		return fmt.Errorf("pod %s: %w", pod, ErrAlreadyAllocated)
+	}
+	req.Groups = append([]string(nil), req.Groups...)
+	req.Resources = req.Resources.Clone()
+	var err error
+	if force {
+		err = l.ugm.ForceIncrease(&req)
+		var conflict *ugm.AppConflict
+		if errors.As(err, &conflict) {
+			req.App = ugm.AppKey{Namespace: req.App.Namespace, ID: "pod:" + pod}
+			err = l.ugm.ForceIncrease(&req)
+		}
+	} else {
+		err = l.ugm.Increase(&req)
+	}
+	if err != nil {
+		return err
+	}
+	l.pods[pod] = &Charge{Pod: pod, Request: req, Forced: force}
+	return nil
+}
+
+// Release gives back everything pod was charged, once: the second release
+// of a pod, or the release of a pod never charged, returns false and changes
+// nothing. The error reports an inconsistency ugm found (the release still
+// happened).
+func (l *Ledger) Release(pod string) (Charge, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.pods[pod]
+	if !ok {
+		return Charge{}, false, nil
+	}
+	delete(l.pods, pod)
+	return *c, true, l.ugm.Decrease(&c.Request)
+}
+
+// Resize changes a live pod's charge to newResources (an in-place resize).
+// It is forced: the scheduler cannot refuse a resize. It reports whether the
+// pod is live and, when the new charge takes someone over a limit, the
+// refusal a normal increase would have met (the change is made anyway).
+func (l *Ledger) Resize(pod string, newResources resources.Vector) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.pods[pod]
+	if !ok {
+		return false, nil
+	}
+	if c.Request.Resources.Equal(newResources) {
+		return true, nil
+	}
+	err := l.ugm.Resize(&c.Request, newResources)
+	var over *ugm.Refusal
+	if err != nil && !errors.As(err, &over) {
+		return true, err
+	}
+	c.Request.Resources = newResources.Clone()
+	return true, err
+}
+
+// Get returns the charge of a live pod.
+func (l *Ledger) Get(pod string) (Charge, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.pods[pod]
+	if !ok {
+		return Charge{}, false
+	}
+	return *c, true
+}
+
+// Len returns the number of live pods.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pods)
+}
+
+// Pods returns the UIDs of all live pods.
+func (l *Ledger) Pods() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.pods))
+	for p := range l.pods {
+		out = append(out, p)
+	}
+	return out
+}

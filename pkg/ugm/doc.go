@@ -1,0 +1,22 @@
+// Package ugm is the User Group Manager: it tracks, per user and per group,
+// the resources and running applications on every queue of the path
+// root..leaf, keeps the same aggregates per queue, and decides whether an
+// increase fits every limit in force (YuniKorn's user/group limits and the
+// queues' own max and maxapplications).
+//
+// It has no Kubernetes scheduler or client imports, so it runs, is tested and
+// is benchmarked on its own; the scheduler plugin and the simulator both
+// drive it through package ledger.
+//
+// # Locking
+//
+// A Manager has one sync.RWMutex and it is the only lock in this package.
+// Check takes it for reading; Increase, Decrease, SetConfig and snapshots of
+// mutable state take it for writing or reading as named on each method.
+// Trackers, nodes and queues have no locks of their own: the Manager that
+// owns them locks. One lock makes every increase all-or-nothing across user,
+// group and queue (the seed documents' "user then group" order holds
+// trivially), and a tracker removed while empty cannot race an increase that
+// would have used it. Callers that hold their own lock (package ledger) take
+// it before calling in: ledger.mu -> Manager.mu, never the reverse.
+package ugm

@@ -1,0 +1,475 @@
+package ugm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+)
+
+// AppKey identifies an application. Application ids are only unique within
+// a namespace, so the namespace is part of the key.
+type AppKey struct {
+	Namespace string
+	ID        string
+}
+
+// String renders the key as "namespace/id" (just "id" without a namespace).
+func (k AppKey) String() string {
+	if k.Namespace == "" {
+		return k.ID
+	}
+	return k.Namespace + "/" + k.ID
+}
+
+// Request is one allocation as ugm sees it: who, where, for which
+// application, and how much.
+type Request struct {
+	User   string
+	Groups []string
+	// Queue is the full path of a leaf queue ("root.a.b").
+	Queue     string
+	App       AppKey
+	Resources resources.Vector
+}
+
+// ErrUnknownApp is returned by Decrease for an application ugm does not
+// track: nothing is changed.
+var ErrUnknownApp = errors.New("application is not tracked")
+
+// app is a running application: its owner, the group resolved for it at its
+// first allocation (fixed for its life; nil when none), its queue, and how
+// many allocations it holds.
+type app struct {
+	key         AppKey
+	user        *tracker
+	group       *tracker
+	leaf        *queue
+	allocations int
+}
+
+// Manager is the User Group Manager of one partition. The zero value is not
+// usable; call New. All methods are safe for concurrent use (see the package
+// comment for the locking).
+type Manager struct {
+	mu sync.RWMutex
+	// partition is the config in force; nil means no config: every queue
+	// under root is usable and nothing is limited.
+	partition *queueconfig.Partition
+	queues    queueTree
+	users     map[string]*tracker
+	groups    map[string]*tracker
+	apps      map[AppKey]*app
+}
+
+// New returns a Manager with no config: usage is tracked, nothing is limited.
+func New() *Manager {
+	return &Manager{
+		queues: newQueueTree(),
+		users:  map[string]*tracker{},
+		groups: map[string]*tracker{},
+		apps:   map[AppKey]*app{},
+	}
+}
+
+// SetConfig puts the partition's limits in force in one step. Usage already
+// tracked is kept, also on queues the new config no longer has (they stay
+// until empty, unlimited, and refuse new pods); new limits apply to new
+// increases. Groups resolved for running applications do not change.
+// A nil partition removes every limit.
+func (m *Manager) SetConfig(p *queueconfig.Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.partition = p
+	for _, q := range m.queues.byPath {
+		q.limits = nil
+	}
+	if p != nil {
+		p.Walk(func(cq *queueconfig.Queue) {
+			m.queues.ensure(cq.Path).limits = compileQueue(cq)
+		})
+	}
+	for _, q := range m.queues.byPath {
+		if len(q.children) == 0 {
+			m.queues.prune(q)
+		}
+	}
+	for _, t := range m.users {
+		t.refreshLimits()
+	}
+	for _, t := range m.groups {
+		t.refreshLimits()
+	}
+}
+
+// Check reports whether req would fit every limit, without changing
+// anything: nil, or a *Refusal, *QueueError or *AppConflict. It takes the
+// read lock and allocates nothing when the answer is yes.
+func (m *Manager) Check(req *Request) error {
+	if err := validate(req); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, _, _, err := m.check(req)
+	return err
+}
+
+// Increase checks req and, if it fits, commits it on every queue of the path
+// for the user, the application's group and the queues, all or nothing. The
+// first allocation of an application starts it running and fixes its group.
+func (m *Manager) Increase(req *Request) error {
+	if err := validate(req); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	leaf, a, group, err := m.check(req)
+	if err != nil {
+		return err
+	}
+	return m.commit(req, leaf, a, group)
+}
+
+// ForceIncrease commits req without checking limits: for pods that already
+// run (a restart or failover finds them bound), which the scheduler cannot
+// refuse. A queue missing from the config is tracked, unlimited, until
+// empty. It still refuses an application conflict or a bad request.
+func (m *Manager) ForceIncrease(req *Request) error {
+	if err := validate(req); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	leaf := m.queues.ensure(req.Queue)
+	a := m.apps[req.App]
+	if a != nil && (a.user.name != req.User || a.leaf != leaf) {
+		return &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+	}
+	group := ""
+	if a == nil {
+		group = m.resolveGroup(leaf, req.Groups)
+	}
+	return m.commit(req, leaf, a, group)
+}
+
+// Decrease releases req, which must be exactly what an earlier increase
+// committed (package ledger keeps that record). It is never refused; the
+// application stops running with its last allocation, and trackers and
+// queues left empty are removed. An unknown application is an error and
+// changes nothing; usage that would go negative is clamped at zero and
+// reported, since it means a caller's records are wrong.
+func (m *Manager) Decrease(req *Request) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.apps[req.App]
+	if a == nil {
+		return fmt.Errorf("decrease %s: %w", req.App, ErrUnknownApp)
+	}
+	ended := a.allocations <= 1
+	clamped := false
+	for _, t := range [2]*tracker{a.user, a.group} {
+		if t == nil {
+			continue
+		}
+		for n := t.nodes[a.leaf]; n != nil; n = n.parent {
+			clamped = n.usage.SubClamped(req.Resources) || clamped
+			if ended {
+				n.apps--
+			}
+		}
+	}
+	for q := a.leaf; q != nil; q = q.parent {
+		clamped = q.usage.SubClamped(req.Resources) || clamped
+		if ended {
+			q.apps--
+		}
+	}
+	a.allocations--
+	if ended {
+		delete(m.apps, a.key)
+		m.dropEmpty(a.user, a.leaf)
+		if a.group != nil {
+			m.dropEmpty(a.group, a.leaf)
+		}
+		m.queues.prune(a.leaf)
+	}
+	if clamped {
+		return fmt.Errorf("decrease %s: usage below zero clamped at zero: %v released more than was held", req.App, req.Resources)
+	}
+	return nil
+}
+
+// dropEmpty removes t's nodes on the path of leaf that no longer hold a
+// running application, and t itself when its root is empty.
+func (m *Manager) dropEmpty(t *tracker, leaf *queue) {
+	for n := t.nodes[leaf]; n != nil && n.apps <= 0; n = n.parent {
+		delete(t.nodes, n.q)
+	}
+	if len(t.nodes) > 0 {
+		return
+	}
+	if t.kind == userKind {
+		delete(m.users, t.name)
+	} else {
+		delete(m.groups, t.name)
+	}
+}
+
+func validate(req *Request) error {
+	switch {
+	case req.User == "":
+		return errors.New("request has no user")
+	case req.App.ID == "":
+		return errors.New("request has no application id")
+	case req.Queue != "root" && !strings.HasPrefix(req.Queue, "root."):
+		return &QueueError{Queue: req.Queue, Reason: "is not a full queue path (it must start with root.)"}
+	}
+	for i, x := range req.Resources {
+		if x < 0 {
+			return fmt.Errorf("request has a negative amount of %s", resources.ID(i).Name())
+		}
+	}
+	return nil
+}
+
+// check decides req without changing anything. Callers hold m.mu. It
+// returns the leaf queue, the running application (nil if new) and, for a
+// new application, the group it would be tracked against.
+func (m *Manager) check(req *Request) (*queue, *app, string, error) {
+	leaf := m.queues.byPath[req.Queue]
+	if leaf == nil || m.partition != nil && leaf.limits == nil {
+		if m.partition == nil {
+			// No config: any queue is allowed and nothing is limited.
+			return nil, m.apps[req.App], m.resolveGroup(nil, req.Groups), m.conflict(req, nil)
+		}
+		return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "does not exist in the queue config"}
+	}
+	if !leaf.leaf(m.partition == nil) {
+		return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "is a parent queue; pods run only in leaf queues"}
+	}
+	a := m.apps[req.App]
+	if err := m.conflict(req, leaf); err != nil {
+		return nil, nil, "", err
+	}
+	newApp := a == nil
+	var g *tracker
+	group := ""
+	if a != nil {
+		g = a.group
+		if g != nil {
+			group = g.name
+		}
+	} else {
+		group = m.resolveGroup(leaf, req.Groups)
+		if group != "" {
+			g = m.groups[group]
+		}
+	}
+	u := m.users[req.User]
+	var un, gn *node
+	for q := leaf; q != nil; q = q.parent {
+		// User, then group, then queue at each level, leaf to root.
+		var lim *limitEntry
+		var usage resources.Vector
+		apps := 0
+		if un == nil && u != nil {
+			un = u.nodes[q]
+		}
+		if un != nil {
+			lim, usage, apps = un.limit, un.usage, un.apps
+			un = un.parent
+		} else {
+			lim = q.limits.userLimit(req.User)
+		}
+		if r := exceeds(lim, usage, apps, req.Resources, newApp); r != nil {
+			r.Who, r.Name, r.Queue = WhoUser, req.User, q.path
+			return nil, nil, "", r
+		}
+		if group != "" {
+			lim, usage, apps = nil, nil, 0
+			if gn == nil && g != nil {
+				gn = g.nodes[q]
+			}
+			if gn != nil {
+				lim, usage, apps = gn.limit, gn.usage, gn.apps
+				gn = gn.parent
+			} else {
+				lim = q.limits.groupLimit(group)
+			}
+			if r := exceeds(lim, usage, apps, req.Resources, newApp); r != nil {
+				r.Who, r.Name, r.Queue = WhoGroup, group, q.path
+				return nil, nil, "", r
+			}
+		}
+		if q.limits != nil {
+			if id, over := q.limits.max.Exceeds(q.usage, req.Resources); over {
+				return nil, nil, "", &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitResources,
+					Resource: id.Name(), Usage: q.usage.Get(id), Request: req.Resources.Get(id), Max: mustGet(q.limits.max, id)}
+			}
+			if newApp && q.limits.maxApps > 0 && uint64(q.apps)+1 > q.limits.maxApps {
+				return nil, nil, "", &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitApplications,
+					Usage: int64(q.apps), Request: 1, Max: int64(q.limits.maxApps)}
+			}
+		}
+	}
+	return leaf, a, group, nil
+}
+
+// conflict refuses a request whose application runs for another user or in
+// another queue.
+func (m *Manager) conflict(req *Request, leaf *queue) error {
+	a := m.apps[req.App]
+	if a == nil || a.user.name == req.User && (leaf == nil && a.leaf.path == req.Queue || a.leaf == leaf) {
+		return nil
+	}
+	return &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+}
+
+func exceeds(lim *limitEntry, usage resources.Vector, apps int, req resources.Vector, newApp bool) *Refusal {
+	if lim == nil {
+		return nil
+	}
+	if id, over := lim.maxResources.Exceeds(usage, req); over {
+		return &Refusal{Limit: LimitResources, Resource: id.Name(), Usage: usage.Get(id), Request: req.Get(id), Max: mustGet(lim.maxResources, id)}
+	}
+	if newApp && lim.maxApplications > 0 && uint64(apps)+1 > lim.maxApplications {
+		return &Refusal{Limit: LimitApplications, Usage: int64(apps), Request: 1, Max: int64(lim.maxApplications)}
+	}
+	return nil
+}
+
+func mustGet(l resources.Limit, id resources.ID) int64 {
+	v, _ := l.Get(id)
+	return v
+}
+
+// resolveGroup picks the group a new application is tracked against: walking
+// leaf to root, the first queue whose limits name one of the user's groups
+// (earliest limit entry first) decides; a "*" group entry on a queue matches
+// when no named one does and is tracked as the cumulative group "*". So a
+// "*" low in the tree hides a named group higher up. "" means no group.
+func (m *Manager) resolveGroup(leaf *queue, groups []string) string {
+	if len(groups) == 0 {
+		return ""
+	}
+	for q := leaf; q != nil; q = q.parent {
+		if g := q.limits.matchGroup(groups); g != "" {
+			return g
+		}
+	}
+	return ""
+}
+
+// commit applies a checked request. Callers hold m.mu for writing.
+func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error {
+	if leaf == nil {
+		leaf = m.queues.ensure(req.Queue)
+	}
+	u := m.users[req.User]
+	var g *tracker
+	if a != nil {
+		g = a.group
+	} else if group != "" {
+		g = m.groups[group]
+	}
+	// Root usage bounds every node below it, so if the roots do not
+	// overflow no node does: check before changing anything.
+	roots := [3]resources.Vector{m.queues.root.usage}
+	if u != nil && u.nodes[m.queues.root] != nil {
+		roots[1] = u.nodes[m.queues.root].usage
+	}
+	if g != nil && g.nodes[m.queues.root] != nil {
+		roots[2] = g.nodes[m.queues.root].usage
+	}
+	for _, r := range roots {
+		if !r.CanAdd(req.Resources) {
+			return fmt.Errorf("usage of %s would overflow: %w", req.Resources, resources.ErrOverflow)
+		}
+	}
+	newApp := a == nil
+	if u == nil {
+		u = newTracker(userKind, req.User)
+		m.users[req.User] = u
+	}
+	if newApp && group != "" && g == nil {
+		g = newTracker(groupKind, group)
+		m.groups[group] = g
+	}
+	if newApp {
+		a = &app{key: req.App, user: u, group: g, leaf: leaf}
+		m.apps[req.App] = a
+	}
+	a.allocations++
+	for _, t := range [2]*tracker{u, g} {
+		if t == nil {
+			continue
+		}
+		for n := t.path(leaf); n != nil; n = n.parent {
+			n.usage.AddUnchecked(req.Resources)
+			if newApp {
+				n.apps++
+			}
+		}
+	}
+	for q := leaf; q != nil; q = q.parent {
+		q.usage.AddUnchecked(req.Resources)
+		if newApp {
+			q.apps++
+		}
+	}
+	return nil
+}
+
+// Resize changes the resources of one allocation of a running application
+// from req.Resources to newResources (a pod resized in place). It is forced:
+// the scheduler cannot refuse a resize. When the growth takes someone over a
+// limit the change is still made and the *Refusal a normal increase would
+// have met is returned, for the caller to log; any other error means nothing
+// changed.
+func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
+	for i, x := range newResources {
+		if x < 0 {
+			return fmt.Errorf("resize %s: negative amount of %s", req.App, resources.ID(i).Name())
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.apps[req.App]
+	if a == nil {
+		return fmt.Errorf("resize %s: %w", req.App, ErrUnknownApp)
+	}
+	var growth resources.Vector
+	for i := 0; i < max(len(newResources), len(req.Resources)); i++ {
+		if d := newResources.Get(resources.ID(i)) - req.Resources.Get(resources.ID(i)); d > 0 {
+			growth.Set(resources.ID(i), d)
+		}
+	}
+	if !m.queues.root.usage.CanAdd(growth) {
+		return fmt.Errorf("resize %s: %w", req.App, resources.ErrOverflow)
+	}
+	var over error
+	if a.leaf.limits != nil || m.partition == nil {
+		probe := Request{User: a.user.name, Groups: req.Groups, Queue: a.leaf.path, App: a.key, Resources: growth}
+		_, _, _, over = m.check(&probe)
+	}
+	apply := func(v *resources.Vector) {
+		v.SubClamped(req.Resources)
+		v.AddUnchecked(newResources)
+	}
+	for _, t := range [2]*tracker{a.user, a.group} {
+		if t == nil {
+			continue
+		}
+		for n := t.nodes[a.leaf]; n != nil; n = n.parent {
+			apply(&n.usage)
+		}
+	}
+	for q := a.leaf; q != nil; q = q.parent {
+		apply(&q.usage)
+	}
+	return over
+}

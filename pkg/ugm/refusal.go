@@ -1,0 +1,76 @@
+package ugm
+
+import (
+	"fmt"
+
+	"github.com/userquota/userquota/pkg/resources"
+)
+
+// Who a refusal is about.
+const (
+	WhoUser  = "user"
+	WhoGroup = "group"
+	WhoQueue = "queue"
+)
+
+// Which limit a refusal is about.
+const (
+	LimitResources    = "resources"
+	LimitApplications = "applications"
+)
+
+// Refusal says why an increase does not fit: who would go over which limit
+// on which queue, with the usage, the request and the limit. When several
+// limits would be exceeded it names the first in this order: leaf to root;
+// at one queue user, then group, then queue; then resource name.
+type Refusal struct {
+	Who      string // WhoUser, WhoGroup or WhoQueue
+	Name     string // the user or group name; the queue path for WhoQueue
+	Queue    string // the queue whose limit is exceeded
+	Limit    string // LimitResources or LimitApplications
+	Resource string // the resource, for LimitResources
+	Usage    int64  // current usage (base units, or running applications)
+	Request  int64  // what the increase adds
+	Max      int64  // the limit
+}
+
+// Error reads well in `kubectl describe pod`, e.g.
+// `user "sue" would exceed maxresources in root.sandbox: cpu 4500m+1 > 5`.
+func (r *Refusal) Error() string {
+	if r.Limit == LimitApplications {
+		if r.Who == WhoQueue {
+			return fmt.Sprintf("queue %s would exceed maxapplications: %d+%d > %d", r.Queue, r.Usage, r.Request, r.Max)
+		}
+		return fmt.Sprintf("%s %q would exceed maxapplications in %s: %d+%d > %d", r.Who, r.Name, r.Queue, r.Usage, r.Request, r.Max)
+	}
+	id := resources.Intern(r.Resource)
+	amounts := fmt.Sprintf("%s %s+%s > %s", r.Resource, resources.FormatValue(id, r.Usage),
+		resources.FormatValue(id, r.Request), resources.FormatValue(id, r.Max))
+	if r.Who == WhoQueue {
+		return fmt.Sprintf("queue %s would exceed max: %s", r.Queue, amounts)
+	}
+	return fmt.Sprintf("%s %q would exceed maxresources in %s: %s", r.Who, r.Name, r.Queue, amounts)
+}
+
+// QueueError refuses a request for a queue pods cannot run in.
+type QueueError struct {
+	Queue  string
+	Reason string // "does not exist", "is a parent queue", ...
+}
+
+func (e *QueueError) Error() string { return fmt.Sprintf("queue %q %s", e.Queue, e.Reason) }
+
+// AppConflict refuses a pod whose application is already charged to another
+// user or another queue: an application has one owner and one queue for its
+// whole life, or its group and running count would be ambiguous.
+type AppConflict struct {
+	App         AppKey
+	User, Queue string // what the request says
+	HeldUser    string // what the application is charged to
+	HeldQueue   string
+}
+
+func (e *AppConflict) Error() string {
+	return fmt.Sprintf("application %s is already charged to user %q in queue %s (this pod: user %q, queue %s)",
+		e.App, e.HeldUser, e.HeldQueue, e.User, e.Queue)
+}

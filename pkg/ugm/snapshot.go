@@ -1,0 +1,189 @@
+package ugm
+
+import (
+	"sort"
+
+	"github.com/userquota/userquota/pkg/resources"
+)
+
+// QueueUsage is one queue of a usage tree, in the REST shape of YuniKorn's
+// usage endpoints: usage of the subtree, running applications in it, and the
+// limits in force there for whoever the tree belongs to.
+type QueueUsage struct {
+	QueuePath           string           `json:"queuePath"`
+	ResourceUsage       resources.Vector `json:"resourceUsage"`
+	RunningApplications []string         `json:"runningApplications"`
+	MaxResources        resources.Limit  `json:"maxResources"`
+	MaxApplications     uint64           `json:"maxApplications"`
+	Children            []*QueueUsage    `json:"children"`
+}
+
+// UserUsage is a user's usage: the group each running application is
+// tracked against (empty string: none) and the queue tree.
+type UserUsage struct {
+	UserName string            `json:"userName"`
+	Groups   map[string]string `json:"groups"`
+	Queues   *QueueUsage       `json:"queues"`
+}
+
+// GroupUsage is a group's usage: its running applications and queue tree.
+type GroupUsage struct {
+	GroupName    string      `json:"groupName"`
+	Applications []string    `json:"applications"`
+	Queues       *QueueUsage `json:"queues"`
+}
+
+// Users returns every tracked user, sorted by name. It copies under the
+// read lock; the result shares nothing with the Manager.
+func (m *Manager) Users() []UserUsage {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	apps := m.appsByTracker()
+	out := make([]UserUsage, 0, len(m.users))
+	for _, t := range m.users {
+		out = append(out, m.userUsage(t, apps))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UserName < out[j].UserName })
+	return out
+}
+
+// User returns one user's usage; false when the user is not tracked.
+func (m *Manager) User(name string) (UserUsage, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.users[name]
+	if t == nil {
+		return UserUsage{}, false
+	}
+	return m.userUsage(t, m.appsByTracker()), true
+}
+
+// Groups returns every tracked group, sorted by name.
+func (m *Manager) Groups() []GroupUsage {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	apps := m.appsByTracker()
+	out := make([]GroupUsage, 0, len(m.groups))
+	for _, t := range m.groups {
+		out = append(out, groupUsage(t, apps))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GroupName < out[j].GroupName })
+	return out
+}
+
+// Group returns one group's usage; false when the group is not tracked.
+func (m *Manager) Group(name string) (GroupUsage, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.groups[name]
+	if t == nil {
+		return GroupUsage{}, false
+	}
+	return groupUsage(t, m.appsByTracker()), true
+}
+
+// Queues returns the aggregate usage of every queue (all users together)
+// with each queue's own max and maxapplications, from root.
+func (m *Manager) Queues() *QueueUsage {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	running := map[*queue][]string{}
+	for _, a := range m.apps {
+		for q := a.leaf; q != nil; q = q.parent {
+			running[q] = append(running[q], a.key.String())
+		}
+	}
+	var build func(q *queue) *QueueUsage
+	build = func(q *queue) *QueueUsage {
+		qu := newQueueUsage(q.path, q.usage, running[q])
+		if q.limits != nil {
+			qu.MaxResources = q.limits.max
+			qu.MaxApplications = q.limits.maxApps
+		}
+		for _, c := range q.children {
+			qu.Children = append(qu.Children, build(c))
+		}
+		sortChildren(qu)
+		return qu
+	}
+	return build(m.queues.root)
+}
+
+// appsByTracker lists, per tracker node, the running applications below it.
+func (m *Manager) appsByTracker() map[*node][]string {
+	out := map[*node][]string{}
+	for _, a := range m.apps {
+		for _, t := range [2]*tracker{a.user, a.group} {
+			if t == nil {
+				continue
+			}
+			for n := t.nodes[a.leaf]; n != nil; n = n.parent {
+				out[n] = append(out[n], a.key.String())
+			}
+		}
+	}
+	return out
+}
+
+func (m *Manager) userUsage(t *tracker, apps map[*node][]string) UserUsage {
+	uu := UserUsage{UserName: t.name, Groups: map[string]string{}, Queues: treeUsage(t, apps)}
+	for _, a := range m.apps {
+		if a.user != t {
+			continue
+		}
+		g := ""
+		if a.group != nil {
+			g = a.group.name
+		}
+		uu.Groups[a.key.String()] = g
+	}
+	return uu
+}
+
+func groupUsage(t *tracker, apps map[*node][]string) GroupUsage {
+	gu := GroupUsage{GroupName: t.name, Queues: treeUsage(t, apps)}
+	gu.Applications = append([]string{}, gu.Queues.RunningApplications...)
+	return gu
+}
+
+// treeUsage copies a tracker's nodes into a tree rooted at "root".
+func treeUsage(t *tracker, apps map[*node][]string) *QueueUsage {
+	copies := make(map[*node]*QueueUsage, len(t.nodes))
+	var root *QueueUsage
+	for _, n := range t.nodes {
+		qu := newQueueUsage(n.q.path, n.usage, apps[n])
+		if n.limit != nil {
+			qu.MaxResources = n.limit.maxResources
+			qu.MaxApplications = n.limit.maxApplications
+		}
+		copies[n] = qu
+	}
+	for n, qu := range copies {
+		if n.parent == nil {
+			root = qu
+			continue
+		}
+		p := copies[n.parent]
+		p.Children = append(p.Children, qu)
+	}
+	for _, qu := range copies {
+		sortChildren(qu)
+	}
+	return root
+}
+
+func newQueueUsage(path string, usage resources.Vector, apps []string) *QueueUsage {
+	running := append([]string{}, apps...)
+	sort.Strings(running)
+	return &QueueUsage{
+		QueuePath:           path,
+		ResourceUsage:       usage.Clone(),
+		RunningApplications: running,
+		MaxResources:        resources.Limit{},
+		Children:            []*QueueUsage{},
+	}
+}
+
+func sortChildren(qu *QueueUsage) {
+	sort.Slice(qu.Children, func(i, j int) bool { return qu.Children[i].QueuePath < qu.Children[j].QueuePath })
+}
