@@ -8,7 +8,7 @@ FUZZTIME ?= 20s
 # Packages with concurrency (run under the race detector).
 PKGS     := ./...
 
-.PHONY: all help build test test-unit fuzz bench lint clean
+.PHONY: all help build test test-unit fuzz bench lint clean tools run down demo
 
 all: build
 
@@ -16,6 +16,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build the binaries into bin/
+	$(GO) build -o $(BIN)/userquota-scheduler ./cmd/scheduler
 	$(GO) build -o $(BIN)/userquotactl ./cmd/userquotactl
 
 test: lint test-unit fuzz ## every test tier that needs no Docker (what CI runs)
@@ -36,3 +37,17 @@ lint: ## gofmt and go vet
 
 clean: ## remove build output
 	rm -rf $(BIN)
+
+# Local control plane (docs/local-cluster.md). Tools go to _output/bin/,
+# the running cluster's state to _output/local/.
+tools: ## build etcd, kube-apiserver, kube-controller-manager, kubectl and kwok into _output/bin/
+	hack/tools.sh
+
+run: ## local cluster in the foreground: control plane, 4 kwok nodes, manifests, scheduler (Ctrl-C stops it)
+	hack/local-up.sh
+
+down: ## stop a `make run` started from another shell and remove its state
+	hack/local-down.sh
+
+demo: ## against a running `make run`: pods as several users, what was scheduled and what was refused
+	hack/demo.sh

@@ -1,0 +1,147 @@
+package userquota
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// Args are the UserQuota plugin's arguments (pluginConfig[].args in the
+// KubeSchedulerConfiguration). Unset fields take the defaults below.
+type Args struct {
+	// ConfigMapNamespace, ConfigMapName and ConfigMapKey locate the YuniKorn
+	// queue config. Defaults: userquota-system, userquota-config, queues.yaml.
+	ConfigMapNamespace string `json:"configMapNamespace,omitempty"`
+	ConfigMapName      string `json:"configMapName,omitempty"`
+	ConfigMapKey       string `json:"configMapKey,omitempty"`
+	// Partition is the config partition this scheduler enforces. Default: default.
+	Partition string `json:"partition,omitempty"`
+	// DefaultQueue is the queue of a pod that names none. Default: root.default.
+	DefaultQueue string `json:"defaultQueue,omitempty"`
+	// DefaultUser is the user of a pod without user info. Default: nobody.
+	DefaultUser string `json:"defaultUser,omitempty"`
+	// ReleaseOnTerminating releases a pod's usage when it starts terminating
+	// instead of when it is gone. Default: false (a terminating pod still
+	// holds its node's resources).
+	ReleaseOnTerminating bool `json:"releaseOnTerminating,omitempty"`
+	// RESTAddress is the listen address of the usage REST API. Default:
+	// ":9089"; an explicit empty string disables it.
+	RESTAddress *string `json:"restAddress,omitempty"`
+}
+
+// Defaults of Args.
+const (
+	DefaultConfigMapNamespace = "userquota-system"
+	DefaultConfigMapName      = "userquota-config"
+	DefaultConfigMapKey       = "queues.yaml"
+	DefaultPartition          = "default"
+	DefaultQueue              = "root.default"
+	DefaultUser               = "nobody"
+	DefaultRESTAddress        = ":9089"
+)
+
+// SetDefaults fills every unset field.
+func (a *Args) SetDefaults() {
+	set := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	set(&a.ConfigMapNamespace, DefaultConfigMapNamespace)
+	set(&a.ConfigMapName, DefaultConfigMapName)
+	set(&a.ConfigMapKey, DefaultConfigMapKey)
+	set(&a.Partition, DefaultPartition)
+	set(&a.DefaultQueue, DefaultQueue)
+	set(&a.DefaultUser, DefaultUser)
+	if a.RESTAddress == nil {
+		addr := DefaultRESTAddress
+		a.RESTAddress = &addr
+	}
+}
+
+// Validate reports every invalid field, each named by its path.
+func (a *Args) Validate() error {
+	var errs field.ErrorList
+	root := field.NewPath("args")
+	for _, msg := range validation.IsDNS1123Label(a.ConfigMapNamespace) {
+		errs = append(errs, field.Invalid(root.Child("configMapNamespace"), a.ConfigMapNamespace, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(a.ConfigMapName) {
+		errs = append(errs, field.Invalid(root.Child("configMapName"), a.ConfigMapName, msg))
+	}
+	for _, msg := range validation.IsConfigMapKey(a.ConfigMapKey) {
+		errs = append(errs, field.Invalid(root.Child("configMapKey"), a.ConfigMapKey, msg))
+	}
+	if strings.TrimSpace(a.Partition) == "" {
+		errs = append(errs, field.Required(root.Child("partition"), ""))
+	}
+	if a.DefaultQueue != "root" && !strings.HasPrefix(a.DefaultQueue, "root.") || strings.Contains(a.DefaultQueue, "..") || strings.HasSuffix(a.DefaultQueue, ".") {
+		errs = append(errs, field.Invalid(root.Child("defaultQueue"), a.DefaultQueue, "must be a full queue path such as root.default"))
+	}
+	if strings.TrimSpace(a.DefaultUser) == "" {
+		errs = append(errs, field.Required(root.Child("defaultUser"), ""))
+	}
+	if a.RESTAddress != nil && *a.RESTAddress != "" {
+		if _, _, err := net.SplitHostPort(*a.RESTAddress); err != nil {
+			errs = append(errs, field.Invalid(root.Child("restAddress"), *a.RESTAddress, err.Error()))
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// decodeArgs reads the plugin's args strictly (an unknown field is an
+// error naming it), applies defaults and validates. The scheduler hands
+// out-of-tree plugin args over as raw JSON or YAML (*runtime.Unknown).
+func decodeArgs(obj runtime.Object) (Args, error) {
+	var a Args
+	switch o := obj.(type) {
+	case nil:
+	case *Args:
+		a = *o
+	case *runtime.Unknown:
+		if len(bytes.TrimSpace(o.Raw)) > 0 {
+			raw := o.Raw
+			if o.ContentType == runtime.ContentTypeYAML {
+				j, err := yaml.YAMLToJSON(raw)
+				if err != nil {
+					return a, fmt.Errorf("%s args: %w", Name, err)
+				}
+				raw = j
+			}
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&a); err != nil {
+				return a, fmt.Errorf("%s args: %w", Name, err)
+			}
+		}
+	default:
+		return a, fmt.Errorf("%s args: want *runtime.Unknown, got %T", Name, obj)
+	}
+	a.SetDefaults()
+	if err := a.Validate(); err != nil {
+		return a, fmt.Errorf("%s args: %w", Name, err)
+	}
+	return a, nil
+}
+
+// GetObjectKind and DeepCopyObject make *Args a runtime.Object, so tests and
+// embedders can pass typed args to New directly.
+func (a *Args) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (a *Args) DeepCopyObject() runtime.Object {
+	c := *a
+	if a.RESTAddress != nil {
+		addr := *a.RESTAddress
+		c.RESTAddress = &addr
+	}
+	return &c
+}

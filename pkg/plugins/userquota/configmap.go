@@ -1,0 +1,122 @@
+package userquota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+)
+
+// Reasons of the events the plugin raises on its ConfigMap.
+const (
+	ReasonInvalidConfig = "InvalidQueueConfig"
+	ReasonConfigApplied = "QueueConfigApplied"
+)
+
+// startConfigInformer watches the one ConfigMap holding the queue config,
+// with an informer of its own scoped to that namespace and name (RBAC: get,
+// list, watch of ConfigMaps in that namespace only), and waits until the
+// current version, if any, is in force.
+func (pl *Plugin) startConfigInformer(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(pl.handle.ClientSet(), 0,
+		informers.WithNamespace(pl.args.ConfigMapNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", pl.args.ConfigMapName).String()
+		}))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { pl.onConfigMap(logger, obj) },
+		UpdateFunc: func(_, obj interface{}) { pl.onConfigMap(logger, obj) },
+		DeleteFunc: func(obj interface{}) { pl.onConfigMapDelete(logger, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watching ConfigMap %s/%s: %w", pl.args.ConfigMapNamespace, pl.args.ConfigMapName, err)
+	}
+	factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), reg.HasSynced) {
+		return fmt.Errorf("could not list ConfigMap %s/%s within %s: can the scheduler get, list and watch ConfigMaps in namespace %s?",
+			pl.args.ConfigMapNamespace, pl.args.ConfigMapName, syncTimeout, pl.args.ConfigMapNamespace)
+	}
+	if pl.config.Load() == nil {
+		logger.Info("Queue config ConfigMap not found: no limits in force, usage is still tracked",
+			"configMap", klog.KRef(pl.args.ConfigMapNamespace, pl.args.ConfigMapName))
+	}
+	return nil
+}
+
+// onConfigMap parses and validates a new version of the ConfigMap and puts
+// it in force in one step. An invalid version changes nothing: it is logged
+// with every error and raises a Warning event on the ConfigMap.
+func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
+	cm, ok := obj.(*v1.ConfigMap)
+	if !ok {
+		return
+	}
+	cfg, err := pl.parseConfigMap(cm)
+	if err != nil {
+		logger.Error(err, "Queue config is invalid; the previous config stays in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion)
+		note := err.Error()
+		if len(note) > 900 {
+			// Events notes are capped at 1 KiB; the log has the rest.
+			note = note[:900] + "... (see the scheduler log)"
+		}
+		pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalidConfig, "LoadConfig", "%s", note)
+		return
+	}
+	if old := pl.config.Load(); old != nil && old.Checksum == cfg.Checksum {
+		return // a resync or a change elsewhere in the ConfigMap
+	}
+	pl.config.Store(cfg)
+	pl.ugm.SetConfig(cfg.Partition(pl.args.Partition))
+	logger.Info("Queue config in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion, "checksum", cfg.Checksum[:12])
+	for _, n := range cfg.Notices {
+		logger.Info("Queue config notice", "notice", n)
+	}
+	pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeNormal, ReasonConfigApplied, "LoadConfig", "queue config %s in force", cfg.Checksum[:12])
+	pl.activateAll(logger)
+}
+
+func (pl *Plugin) parseConfigMap(cm *v1.ConfigMap) (*queueconfig.Config, error) {
+	data, ok := cm.Data[pl.args.ConfigMapKey]
+	if !ok {
+		keys := make([]string, 0, len(cm.Data))
+		for k := range cm.Data {
+			keys = append(keys, k)
+		}
+		return nil, fmt.Errorf("ConfigMap %s/%s has no key %q (keys: %s)", cm.Namespace, cm.Name, pl.args.ConfigMapKey, strings.Join(keys, ", "))
+	}
+	cfg, err := queueconfig.Parse([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf("key %q: %w", pl.args.ConfigMapKey, err)
+	}
+	if cfg.Partition(pl.args.Partition) == nil {
+		return nil, fmt.Errorf("key %q: no partition %q (the plugin's partition argument)", pl.args.ConfigMapKey, pl.args.Partition)
+	}
+	return cfg, nil
+}
+
+// onConfigMapDelete keeps the last good config: deleting the ConfigMap by
+// mistake must not lift every limit.
+func (pl *Plugin) onConfigMapDelete(logger klog.Logger, obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	cm, ok := obj.(*v1.ConfigMap)
+	if !ok {
+		logger.Error(errors.New("unexpected object"), "ConfigMap delete event", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	logger.Info("WARNING: queue config ConfigMap deleted; the last valid config stays in force until a new one is created", "configMap", klog.KObj(cm))
+}

@@ -1,0 +1,206 @@
+// Package userquota is the UserQuota scheduler plugin: it charges every pod
+// of this scheduler to its user, group and queues in a User Group Manager
+// and refuses a pod that would take any of them over a limit of the
+// YuniKorn queue config held in a ConfigMap.
+//
+// Flow: PreFilter checks (no commit) and stores the pod's request in the
+// cycle state; Reserve commits through the pod ledger; Unreserve rolls back
+// what Reserve committed. The plugin's own pod informer handler accounts
+// bound pods it did not reserve (restart, failover), releases pods that
+// finish or go away and then activates the refused pods a release can admit.
+//
+// Lock order: Plugin.mu (refused pods) is never held while calling the
+// ledger; the ledger's lock is taken before ugm's.
+package userquota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Name is the plugin's name in the scheduler configuration.
+const Name = "UserQuota"
+
+// stateKey is where PreFilter leaves the pod's request for Reserve.
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// reservedKey marks, per cycle, that Reserve committed the pod.
+const reservedKey fwk.StateKey = "Reserve" + Name
+
+// syncTimeout bounds how long start-up waits for the config ConfigMap.
+const syncTimeout = 2 * time.Minute
+
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
+
+// Plugin is the UserQuota plugin.
+type Plugin struct {
+	handle fwk.Handle
+	args   Args
+	// profile is this scheduler profile's name: only pods naming it are ours.
+	profile string
+	ledger  *ledger.Ledger
+	ugm     *ugm.Manager
+
+	// config is the last valid queue config (nil: none yet, no limits).
+	config atomic.Pointer[queueconfig.Config]
+
+	podsSynced func() bool
+
+	mu      sync.Mutex
+	refused map[string]*refusedPod // by pod UID
+}
+
+// preFilterState is the pod's request as PreFilter computed it. Immutable.
+type preFilterState struct {
+	req ugm.Request
+}
+
+// Clone returns the state itself: it is never modified.
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+type reservedState struct{}
+
+func (s *reservedState) Clone() fwk.StateData { return s }
+
+// New is the plugin factory registered with the scheduler.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := ugm.New()
+	pl := &Plugin{
+		handle:  h,
+		args:    args,
+		profile: h.ProfileName(),
+		ledger:  ledger.New(m),
+		ugm:     m,
+		refused: map[string]*refusedPod{},
+	}
+	// The config must be in force before running pods are accounted: the
+	// group of an application is resolved from it at its first pod.
+	if err := pl.startConfigInformer(ctx); err != nil {
+		return nil, err
+	}
+	if err := pl.startPodHandler(); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// Ledger returns the plugin's pod ledger (for the REST API and tests).
+func (pl *Plugin) Ledger() *ledger.Ledger { return pl.ledger }
+
+// Config returns the queue config in force, or nil.
+func (pl *Plugin) Config() *queueconfig.Config { return pl.config.Load() }
+
+// partition returns the partition in force, or nil.
+func (pl *Plugin) partition() *queueconfig.Partition {
+	if c := pl.config.Load(); c != nil {
+		return c.Partition(pl.args.Partition)
+	}
+	return nil
+}
+
+// PreFilter computes the pod's request and checks it against every limit,
+// committing nothing: when no node fits the framework never calls
+// Unreserve, so a charge taken here could leak.
+func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if !pl.podsSynced() {
+		// No decision on partial state: wait for the running pods to be
+		// accounted (only at start-up).
+		if !cache.WaitForCacheSync(ctx.Done(), pl.podsSynced) {
+			return nil, fwk.AsStatus(errors.New("pod informer of UserQuota has not synced"))
+		}
+	}
+	req, err := pl.podRequest(pod, pl.partition())
+	if err != nil {
+		pl.remember(pod, nil, err)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if err := pl.ledger.Check(&req); err != nil {
+		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
+		pl.remember(pod, &req, err)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	state.Write(stateKey, &preFilterState{req: req})
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: quota does not depend on which pods run
+// on a node, so preemption's what-if pod removals do not change the answer.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func getPreFilterState(state fwk.CycleState) (*preFilterState, error) {
+	c, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state: %w", stateKey, err)
+	}
+	s, ok := c.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%+v cannot be converted to *preFilterState", c)
+	}
+	return s, nil
+}
+
+// Reserve commits the pod's charge. It is refused only if something changed
+// since PreFilter (another pod took the room).
+func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := getPreFilterState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	err = pl.ledger.Allocate(string(pod.UID), s.req)
+	switch {
+	case err == nil:
+		state.Write(reservedKey, &reservedState{})
+	case errors.Is(err, ledger.ErrAlreadyAllocated):
+		// Already charged (an informer event saw it bound first): the
+		// charge is not this cycle's, so Unreserve must not release it.
+	default:
+		pl.remember(pod, &s.req, err)
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	pl.forget(string(pod.UID))
+	klog.FromContext(ctx).V(5).Info("Pod charged", "pod", klog.KObj(pod), "node", nodeName, "user", s.req.User, "queue", s.req.Queue)
+	return nil
+}
+
+// Unreserve rolls back exactly what Reserve committed in this cycle. The
+// framework calls it for every Reserve plugin when a later step fails, also
+// when this plugin's Reserve never ran or refused.
+func (pl *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if _, err := state.Read(reservedKey); err != nil {
+		return
+	}
+	state.Delete(reservedKey)
+	c, released, err := pl.ledger.Release(string(pod.UID))
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Releasing an unreserved pod found an inconsistency", "pod", klog.KObj(pod))
+	}
+	if released {
+		pl.activateFor(klog.FromContext(ctx), c.Request)
+	}
+}

@@ -1,0 +1,183 @@
+package userquota
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Annotations and labels a pod uses to say who it belongs to, where it runs
+// and which application it is part of. YuniKorn's keys are honoured so pods
+// written for YuniKorn work unchanged.
+const (
+	AnnotationUserInfo = "userquota.io/user-info"
+	LabelQueue         = "userquota.io/queue"
+	LabelAppID         = "userquota.io/app-id"
+
+	yunikornUserInfo = "yunikorn.apache.org/user.info"
+	yunikornQueue    = "yunikorn.apache.org/queue"
+	yunikornAppID    = "yunikorn.apache.org/app-id"
+)
+
+// userInfo is the JSON of the user-info annotations (both ours and
+// YuniKorn's): {"user":"sue","groups":["dev"]}.
+type userInfo struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups"`
+}
+
+// podRequest turns a pod into what ugm charges: user, groups, queue,
+// application and resources. The queue comes back as a full path; an
+// error names what is wrong with the pod.
+func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
+	var req ugm.Request
+	user, groups, err := podUser(pod, pl.args.DefaultUser)
+	if err != nil {
+		return req, err
+	}
+	queue, err := podQueue(pod, cfg, pl.args.DefaultQueue)
+	if err != nil {
+		return req, err
+	}
+	res, err := podResources(pod)
+	if err != nil {
+		return req, err
+	}
+	return ugm.Request{User: user, Groups: groups, Queue: queue, App: podApp(pod), Resources: res}, nil
+}
+
+// podUser reads the user and groups: our annotation, then YuniKorn's, then
+// the default user without groups.
+func podUser(pod *v1.Pod, defaultUser string) (string, []string, error) {
+	for _, key := range []string{AnnotationUserInfo, yunikornUserInfo} {
+		raw, ok := pod.Annotations[key]
+		if !ok {
+			continue
+		}
+		var ui userInfo
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ui); err != nil {
+			return "", nil, fmt.Errorf("annotation %s is not valid user info JSON ({\"user\":\"name\",\"groups\":[...]}): %v", key, err)
+		}
+		if strings.TrimSpace(ui.User) == "" {
+			return "", nil, fmt.Errorf("annotation %s has no user", key)
+		}
+		return ui.User, ui.Groups, nil
+	}
+	return defaultUser, nil, nil
+}
+
+// podQueue finds the pod's queue: annotation, then label, userquota.io/queue,
+// then YuniKorn's yunikorn.apache.org/queue and `queue`, else defaultQueue.
+// A name without "root." is resolved against the config: root.NAME if that
+// exists, else the one leaf called NAME.
+func podQueue(pod *v1.Pod, cfg *queueconfig.Partition, defaultQueue string) (string, error) {
+	name, from := "", ""
+	for _, c := range []struct {
+		m    map[string]string
+		key  string
+		kind string
+	}{
+		{pod.Annotations, LabelQueue, "annotation"},
+		{pod.Labels, LabelQueue, "label"},
+		{pod.Annotations, yunikornQueue, "annotation"},
+		{pod.Labels, yunikornQueue, "label"},
+		{pod.Labels, "queue", "label"},
+	} {
+		if v, ok := c.m[c.key]; ok && v != "" {
+			name, from = v, c.kind+" "+c.key
+			break
+		}
+	}
+	if name == "" {
+		return defaultQueue, nil
+	}
+	if name == "root" || strings.HasPrefix(name, "root.") || cfg == nil {
+		if name != "root" && !strings.HasPrefix(name, "root.") {
+			name = "root." + name
+		}
+		return name, nil
+	}
+	if cfg.Queue("root."+name) != nil {
+		return "root." + name, nil
+	}
+	var found []string
+	cfg.Walk(func(q *queueconfig.Queue) {
+		if q.Name == name && !q.IsParent {
+			found = append(found, q.Path)
+		}
+	})
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", &ugm.QueueError{Queue: name, Reason: fmt.Sprintf("(from %s) does not exist in the queue config", from)}
+	default:
+		return "", &ugm.QueueError{Queue: name, Reason: fmt.Sprintf("(from %s) is ambiguous: %s; use the full path", from, strings.Join(found, ", "))}
+	}
+}
+
+// podApp keys the pod's application within its namespace: an explicit id
+// label, then the top controlling owner (a ReplicaSet made by a Deployment
+// counts as the Deployment, so a rollout stays one application), then the
+// pod itself.
+func podApp(pod *v1.Pod) ugm.AppKey {
+	key := ugm.AppKey{Namespace: pod.Namespace}
+	for _, l := range []string{LabelAppID, "applicationId", yunikornAppID, "spark-app-selector"} {
+		if v := pod.Labels[l]; v != "" {
+			key.ID = v
+			return key
+		}
+		if v := pod.Annotations[l]; v != "" {
+			key.ID = v
+			return key
+		}
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		name := ref.Name
+		kind := ref.Kind
+		// The Deployment controller names its ReplicaSets
+		// <deployment>-<pod-template-hash> and labels their pods with the
+		// hash, so the Deployment is found without watching ReplicaSets.
+		if kind == "ReplicaSet" {
+			if h := pod.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(name, "-"+h) {
+				kind, name = "Deployment", strings.TrimSuffix(name, "-"+h)
+			}
+		}
+		key.ID = kind + "/" + name
+		return key
+	}
+	key.ID = "pod/" + string(pod.UID)
+	return key
+}
+
+// podResources is the pod's request as kube-scheduler computes it (the
+// larger of init and regular containers, plus overhead, honouring pod-level
+// resources and in-place resize as the scheduler's feature gates say), plus
+// one pod.
+func podResources(pod *v1.Pod) (resources.Vector, error) {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		UseStatusResources: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling),
+		InPlacePodLevelResourcesVerticalScalingEnabled: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodLevelResourcesVerticalScaling),
+		SkipPodLevelResources: !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
+	})
+	v, err := resources.FromResourceList(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("pod request: %w", err)
+	}
+	v.Set(resources.Intern(resources.Pods), 1)
+	return v, nil
+}

@@ -1,0 +1,133 @@
+package userquota
+
+import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// startPodHandler adds the plugin's own handler to the scheduler's pod
+// informer. PreFilter waits for it to have seen every existing pod: the
+// scheduler's WaitForHandlersSync does not cover plugin handlers.
+func (pl *Plugin) startPodHandler() error {
+	inf := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer()
+	logger := klog.Background().WithName(Name)
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { pl.onPod(logger, obj) },
+		UpdateFunc: func(_, obj interface{}) { pl.onPod(logger, obj) },
+		DeleteFunc: func(obj interface{}) { pl.onPodDelete(logger, obj) },
+	})
+	if err != nil {
+		return err
+	}
+	pl.podsSynced = reg.HasSynced
+	return nil
+}
+
+func (pl *Plugin) ours(pod *v1.Pod) bool { return pod.Spec.SchedulerName == pl.profile }
+
+// onPod accounts a bound pod not yet charged (restart, failover), releases
+// one that finished or (with releaseOnTerminating) is terminating, and
+// follows in-place resizes.
+func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || !pl.ours(pod) || pod.Spec.NodeName == "" {
+		return
+	}
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed ||
+		pod.DeletionTimestamp != nil && pl.args.ReleaseOnTerminating {
+		pl.release(logger, pod)
+		return
+	}
+	uid := string(pod.UID)
+	if c, live := pl.ledger.Get(uid); live {
+		res, err := podResources(pod)
+		if err != nil || c.Request.Resources.Equal(res) {
+			return
+		}
+		_, err = pl.ledger.Resize(uid, res)
+		var over *ugm.Refusal
+		switch {
+		case errors.As(err, &over):
+			logger.Info("Pod resized in place over a quota limit; the resize is charged anyway", "pod", klog.KObj(pod), "limit", over.Error())
+		case err != nil:
+			logger.Error(err, "Charging a pod resize", "pod", klog.KObj(pod))
+		}
+		if shrank(c.Request.Resources, res) {
+			pl.activateFor(logger, c.Request)
+		}
+		return
+	}
+	req := pl.boundPodRequest(logger, pod)
+	err := pl.ledger.ForceAllocate(uid, req)
+	switch {
+	case err == nil:
+		logger.V(4).Info("Charged a running pod found bound", "pod", klog.KObj(pod), "user", req.User, "queue", req.Queue)
+	case errors.Is(err, ledger.ErrAlreadyAllocated):
+	default:
+		logger.Error(err, "Could not charge a running pod", "pod", klog.KObj(pod))
+	}
+	pl.forget(uid)
+}
+
+// boundPodRequest is podRequest for a pod that already runs: it cannot be
+// refused, so what it cannot read it charges to the defaults, loudly.
+func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
+	req, err := pl.podRequest(pod, pl.partition())
+	if err == nil {
+		return req
+	}
+	logger.Error(err, "Running pod has bad quota metadata; charging it to the defaults", "pod", klog.KObj(pod))
+	user, groups, uerr := podUser(pod, pl.args.DefaultUser)
+	if uerr != nil {
+		user, groups = pl.args.DefaultUser, nil
+	}
+	queue, qerr := podQueue(pod, pl.partition(), pl.args.DefaultQueue)
+	if qerr != nil {
+		queue = pl.args.DefaultQueue
+	}
+	res, rerr := podResources(pod)
+	if rerr != nil {
+		res = nil
+	}
+	return ugm.Request{User: user, Groups: groups, Queue: queue, App: podApp(pod), Resources: res}
+}
+
+func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
+	pod, ok := podFromObj(obj)
+	if !ok || !pl.ours(pod) {
+		return
+	}
+	pl.forget(string(pod.UID))
+	pl.release(logger, pod)
+}
+
+// release gives back a pod's charge once, then activates the refused pods
+// the room may admit (release first, so they find it).
+func (pl *Plugin) release(logger klog.Logger, pod *v1.Pod) {
+	c, released, err := pl.ledger.Release(string(pod.UID))
+	if err != nil {
+		logger.Error(err, "Releasing a pod found an inconsistency", "pod", klog.KObj(pod))
+	}
+	if !released {
+		return
+	}
+	logger.V(4).Info("Released a pod's charge", "pod", klog.KObj(pod), "user", c.Request.User, "queue", c.Request.Queue)
+	pl.activateFor(logger, c.Request)
+}
+
+// shrank reports whether any resource went down from old to new.
+func shrank(old, new resources.Vector) bool {
+	for i, x := range old {
+		if new.Get(resources.ID(i)) < x {
+			return true
+		}
+	}
+	return false
+}

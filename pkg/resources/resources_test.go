@@ -1,0 +1,195 @@
+package resources
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestParseQuantity(t *testing.T) {
+	tests := []struct {
+		name, res, in string
+		want          int64
+		wantErr       error
+		anyErr        bool
+	}{
+		{name: "cpu cores", res: "cpu", in: "2", want: 2000},
+		{name: "cpu milli", res: "cpu", in: "1500m", want: 1500},
+		{name: "cpu decimal", res: "cpu", in: "0.5", want: 500},
+		{name: "cpu below a milli rounds up", res: "cpu", in: "0.0001", want: 1},
+		{name: "vcore is cpu", res: "vcore", in: "10", want: 10000},
+		{name: "memory binary", res: "memory", in: "1Gi", want: 1 << 30},
+		{name: "memory decimal suffix", res: "memory", in: "250G", want: 250_000_000_000},
+		{name: "memory fractional binary", res: "memory", in: "1.5Gi", want: 3 << 29},
+		{name: "plain bytes", res: "memory", in: "1000", want: 1000},
+		{name: "extended", res: "nvidia.com/gpu", in: "4", want: 4},
+		{name: "zero", res: "pods", in: "0", want: 0},
+		{name: "negative", res: "memory", in: "-1", wantErr: ErrNegative},
+		{name: "negative cpu", res: "cpu", in: "-100m", wantErr: ErrNegative},
+		{name: "overflow bytes", res: "memory", in: "10E", wantErr: ErrOverflow},
+		{name: "overflow cpu millis", res: "cpu", in: "9223372036854775807", wantErr: ErrOverflow},
+		{name: "largest bytes", res: "memory", in: "9223372036854775807", want: math.MaxInt64},
+		{name: "garbage", res: "cpu", in: "12X", anyErr: true},
+		{name: "empty", res: "cpu", in: "", anyErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseQuantity(tc.res, tc.in)
+			switch {
+			case tc.wantErr != nil:
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("ParseQuantity(%q, %q) error = %v, want %v", tc.res, tc.in, err, tc.wantErr)
+				}
+			case tc.anyErr:
+				if err == nil {
+					t.Fatalf("ParseQuantity(%q, %q) = %d, want an error", tc.res, tc.in, got)
+				}
+			default:
+				if err != nil || got != tc.want {
+					t.Fatalf("ParseQuantity(%q, %q) = %d, %v; want %d", tc.res, tc.in, got, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func vec(m map[string]int64) Vector { return FromMap(m) }
+
+func TestVectorAddSub(t *testing.T) {
+	v := vec(map[string]int64{"cpu": 1000, "memory": 10})
+	if err := v.Add(vec(map[string]int64{"cpu": 500, "nvidia.com/gpu": 1})); err != nil {
+		t.Fatal(err)
+	}
+	if want := vec(map[string]int64{"cpu": 1500, "memory": 10, "nvidia.com/gpu": 1}); !v.Equal(want) {
+		t.Fatalf("after Add = %v, want %v", v, want)
+	}
+	before := v.Clone()
+	if err := v.Add(vec(map[string]int64{"memory": math.MaxInt64})); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("Add overflow error = %v", err)
+	}
+	if !v.Equal(before) {
+		t.Fatalf("failed Add changed the vector: %v, was %v", v, before)
+	}
+	if err := v.Sub(vec(map[string]int64{"cpu": 2000})); !errors.Is(err, ErrNegative) {
+		t.Fatalf("Sub below zero error = %v", err)
+	}
+	if !v.Equal(before) {
+		t.Fatalf("failed Sub changed the vector: %v", v)
+	}
+	if err := v.Sub(vec(map[string]int64{"cpu": 1500, "memory": 10, "nvidia.com/gpu": 1})); err != nil || !v.IsZero() {
+		t.Fatalf("Sub to zero = %v, %v", v, err)
+	}
+	if clamped := v.SubClamped(vec(map[string]int64{"cpu": 1})); !clamped || !v.IsZero() {
+		t.Fatalf("SubClamped = %v, clamped %v", v, clamped)
+	}
+}
+
+func TestFromResourceList(t *testing.T) {
+	v, err := FromResourceList(corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("250m"),
+		corev1.ResourceMemory: resource.MustParse("64Mi"),
+		"example.com/foo":     resource.MustParse("3"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := vec(map[string]int64{"cpu": 250, "memory": 64 << 20, "example.com/foo": 3})
+	if !v.Equal(want) {
+		t.Fatalf("FromResourceList = %v, want %v", v, want)
+	}
+	if _, err := FromResourceList(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1")}); !errors.Is(err, ErrNegative) {
+		t.Fatalf("negative list error = %v", err)
+	}
+}
+
+func TestLimitExceeds(t *testing.T) {
+	lim, err := ParseLimit(map[string]string{"vcore": "5", "memory": "10Gi", "nvidia.com/gpu": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		usage, req   map[string]int64
+		wantResource string
+	}{
+		{name: "fits", usage: map[string]int64{"cpu": 4000}, req: map[string]int64{"cpu": 1000}},
+		{name: "cpu over", usage: map[string]int64{"cpu": 4500}, req: map[string]int64{"cpu": 1000}, wantResource: "cpu"},
+		{name: "unnamed resource is unlimited", req: map[string]int64{"pods": 1000, "ephemeral-storage": 1 << 40}},
+		{name: "zero bound blocks", req: map[string]int64{"nvidia.com/gpu": 1}, wantResource: "nvidia.com/gpu"},
+		{name: "first by name", usage: map[string]int64{"cpu": 5000, "memory": 10 << 30}, req: map[string]int64{"cpu": 1, "memory": 1}, wantResource: "cpu"},
+		{name: "usage over but not requested", usage: map[string]int64{"memory": 20 << 30}, req: map[string]int64{"cpu": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id, over := lim.Exceeds(vec(tc.usage), vec(tc.req))
+			got := ""
+			if over {
+				got = id.Name()
+			}
+			if got != tc.wantResource {
+				t.Fatalf("Exceeds = %q, want %q", got, tc.wantResource)
+			}
+		})
+	}
+}
+
+func TestLimitWithinAndAllZero(t *testing.T) {
+	parent, _ := ParseLimit(map[string]string{"memory": "100"})
+	child, _ := ParseLimit(map[string]string{"memory": "150", "cpu": "1"})
+	if id, ok := child.Within(parent); ok || id.Name() != "memory" {
+		t.Fatalf("Within = %v, %v; want memory, false", id, ok)
+	}
+	small, _ := ParseLimit(map[string]string{"memory": "50"})
+	if _, ok := small.Within(parent); !ok {
+		t.Fatal("50 should be within 100")
+	}
+	zero, _ := ParseLimit(map[string]string{"memory": "0", "cpu": "0"})
+	if !zero.AllZero() || small.AllZero() || Limit(nil).AllZero() {
+		t.Fatal("AllZero wrong")
+	}
+	if _, err := ParseLimit(map[string]string{"cpu": "1", "vcore": "2"}); err == nil {
+		t.Fatal("cpu and vcore together should be an error")
+	}
+}
+
+func TestJSONAndString(t *testing.T) {
+	v := vec(map[string]int64{"memory": 1 << 30, "cpu": 4500, "pods": 0})
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"cpu":4500,"memory":1073741824}`; got != want {
+		t.Fatalf("json = %s, want %s", got, want)
+	}
+	var back Vector
+	if err := json.Unmarshal(b, &back); err != nil || !back.Equal(v) {
+		t.Fatalf("round trip = %v, %v", back, err)
+	}
+	if got, want := v.String(), "cpu=4500m,memory=1Gi"; got != want {
+		t.Fatalf("String = %q, want %q", got, want)
+	}
+	nb, _ := json.Marshal(Vector(nil))
+	if string(nb) != "{}" {
+		t.Fatalf("nil vector json = %s", nb)
+	}
+}
+
+func TestInternConcurrent(t *testing.T) {
+	done := make(chan ID)
+	for i := 0; i < 8; i++ {
+		go func() { done <- Intern("example.com/concurrent") }()
+	}
+	first := <-done
+	for i := 1; i < 8; i++ {
+		if id := <-done; id != first {
+			t.Fatalf("Intern gave %d and %d for one name", first, id)
+		}
+	}
+	if first.Name() != "example.com/concurrent" {
+		t.Fatalf("Name = %q", first.Name())
+	}
+}

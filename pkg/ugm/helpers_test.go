@@ -1,0 +1,40 @@
+package ugm
+
+import (
+	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+)
+
+// mustPartition parses a YAML config and returns its "default" partition.
+func mustPartition(t testing.TB, yaml string) *queueconfig.Partition {
+	t.Helper()
+	cfg, err := queueconfig.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatalf("config does not parse:\n%v", err)
+	}
+	p := cfg.Partition("default")
+	if p == nil {
+		t.Fatal("config has no default partition")
+	}
+	return p
+}
+
+// res builds a request vector from quantity strings, e.g. res("cpu", "1", "memory", "1Gi").
+func res(t testing.TB, kv ...string) resources.Vector {
+	t.Helper()
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	v, err := resources.Parse(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func req(user string, groups []string, queue, app string, v resources.Vector) *Request {
+	return &Request{User: user, Groups: groups, Queue: queue, App: AppKey{Namespace: "ns", ID: app}, Resources: v}
+}
