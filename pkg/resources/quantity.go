@@ -69,14 +69,17 @@ func BaseUnits(name string, q resource.Quantity) (int64, error) {
 }
 
 // FormatValue renders a base-unit value for humans in Kubernetes notation:
-// cpu as cores or millicores ("4500m", "5"), other resources in binary
-// units when they divide evenly ("1Gi"), else decimal ("250G", "3").
+// cpu as cores or millicores ("4500m", "5"), other resources in whichever of
+// binary or decimal units is shorter ("1Gi", "10G", "3"), which is how the
+// value was most likely written in the config.
 func FormatValue(id ID, v int64) string {
 	if id.Name() == CPU {
 		return resource.NewMilliQuantity(v, resource.DecimalSI).String()
 	}
-	if v >= 1024 && v%1024 == 0 {
-		return resource.NewQuantity(v, resource.BinarySI).String()
+	dec := resource.NewQuantity(v, resource.DecimalSI).String()
+	bin := resource.NewQuantity(v, resource.BinarySI).String()
+	if len(bin) < len(dec) {
+		return bin
 	}
-	return resource.NewQuantity(v, resource.DecimalSI).String()
+	return dec
 }

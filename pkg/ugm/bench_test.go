@@ -39,7 +39,7 @@ func benchConfig(depth, nres int) string {
 		if i > 0 {
 			lim.WriteString(", ")
 		}
-		fmt.Fprintf(&lim, "%s: 1E", n)
+		fmt.Fprintf(&lim, "%s: 1P", n)
 	}
 	lim.WriteString("}")
 	limits := func(ind string) string {

@@ -97,9 +97,6 @@ func modelLimit(q *queueconfig.Queue, who, name string) *queueconfig.Limit {
 			}
 		}
 	}
-	if who == WhoGroup && name != "*" {
-		return nil // a named group is bound only by its own entries
-	}
 	return wild
 }
 

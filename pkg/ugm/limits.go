@@ -88,20 +88,21 @@ func (ql *queueLimits) userLimit(user string) *limitEntry {
 	return ql.userWildcard
 }
 
-// groupLimit returns the limit for a tracked group on this queue. The
-// cumulative group "*" is bound by wildcard entries only; a named group by
-// its own entry only (it was resolved by name, so "*" does not describe it).
+// groupLimit returns the limit for a tracked group on this queue: its named
+// entry, else the wildcard entry. For the cumulative group "*" that is the
+// wildcard entry itself; for a named group on a queue that does not name it,
+// "*" is the default limit of every group, as YuniKorn's validator assumes
+// when it checks a child's named group limit against an ancestor's "*".
 func (ql *queueLimits) groupLimit(group string) *limitEntry {
 	if ql == nil {
 		return nil
 	}
-	if group == wildcard {
-		return ql.groupWildcard
-	}
 	if len(ql.groups) > 0 {
-		return ql.groups[group]
+		if e, ok := ql.groups[group]; ok {
+			return e
+		}
 	}
-	return nil
+	return ql.groupWildcard
 }
 
 // matchGroup returns the group this queue resolves for a user with the

@@ -208,6 +208,9 @@ func (m *Manager) Decrease(req *Request) error {
 func (m *Manager) dropEmpty(t *tracker, leaf *queue) {
 	for n := t.nodes[leaf]; n != nil && n.apps <= 0; n = n.parent {
 		delete(t.nodes, n.q)
+		if t.last == n {
+			t.last = nil
+		}
 	}
 	if len(t.nodes) > 0 {
 		return
@@ -252,8 +255,8 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 		return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "is a parent queue; pods run only in leaf queues"}
 	}
 	a := m.apps[req.App]
-	if err := m.conflict(req, leaf); err != nil {
-		return nil, nil, "", err
+	if a != nil && (a.user.name != req.User || a.leaf != leaf) {
+		return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
 	}
 	newApp := a == nil
 	var g *tracker
@@ -271,6 +274,12 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 	}
 	u := m.users[req.User]
 	var un, gn *node
+	if u != nil {
+		un = u.leafNode(leaf)
+	}
+	if g != nil {
+		gn = g.leafNode(leaf)
+	}
 	for q := leaf; q != nil; q = q.parent {
 		// User, then group, then queue at each level, leaf to root.
 		var lim *limitEntry
@@ -408,7 +417,8 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 		if t == nil {
 			continue
 		}
-		for n := t.path(leaf); n != nil; n = n.parent {
+		t.last = t.path(leaf)
+		for n := t.last; n != nil; n = n.parent {
 			n.usage.AddUnchecked(req.Resources)
 			if newApp {
 				n.apps++

@@ -24,17 +24,24 @@ type tracker struct {
 	kind  kind
 	name  string
 	nodes map[*queue]*node
+	// last is the leaf node of the most recent commit: most users run in
+	// one queue, so the check path usually finds its leaf without a map
+	// lookup. Written only under the Manager's write lock.
+	last *node
 }
 
 // node is a tracker's usage on one queue, including everything below it.
 type node struct {
 	q      *queue
 	parent *node
-	usage  resources.Vector
-	apps   int
 	// limit is the limit in force for this tracker on q; refreshed on every
 	// config change so the check path reads it directly.
 	limit *limitEntry
+	usage resources.Vector
+	apps  int
+	// inline backs usage for the common resources (cpu, memory, pods,
+	// ephemeral-storage) so a node is one allocation and one cache region.
+	inline [4]int64
 }
 
 func newTracker(k kind, name string) *tracker {
@@ -49,17 +56,44 @@ func (t *tracker) limitFor(q *queue) *limitEntry {
 	return q.limits.groupLimit(t.name)
 }
 
-// path returns the node of leaf, creating it and missing ancestors.
+// leafNode returns the node of leaf, or nil, preferring the last-used one.
+func (t *tracker) leafNode(leaf *queue) *node {
+	if t.last != nil && t.last.q == leaf {
+		return t.last
+	}
+	return t.nodes[leaf]
+}
+
+// path returns the node of leaf, creating it and missing ancestors. The
+// missing nodes are allocated together, so a new path is one allocation
+// and its nodes sit next to each other in memory.
 func (t *tracker) path(leaf *queue) *node {
-	if n, ok := t.nodes[leaf]; ok {
+	if n := t.leafNode(leaf); n != nil {
 		return n
 	}
-	n := &node{q: leaf, limit: t.limitFor(leaf)}
-	t.nodes[leaf] = n
-	if leaf.parent != nil {
-		n.parent = t.path(leaf.parent)
+	missing := 0
+	var found *node
+	for q := leaf; q != nil; q = q.parent {
+		if found = t.nodes[q]; found != nil {
+			break
+		}
+		missing++
 	}
-	return n
+	block := make([]node, missing)
+	q := leaf
+	for i := range block {
+		n := &block[i]
+		n.q, n.limit = q, t.limitFor(q)
+		n.usage = n.inline[:0]
+		t.nodes[q] = n
+		if i+1 < len(block) {
+			n.parent = &block[i+1]
+		} else {
+			n.parent = found
+		}
+		q = q.parent
+	}
+	return &block[0]
 }
 
 // refreshLimits re-reads every node's limit after a config change.

@@ -2,6 +2,7 @@ package userquota
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -102,29 +103,12 @@ func podQueue(pod *v1.Pod, cfg *queueconfig.Partition, defaultQueue string) (str
 	if name == "" {
 		return defaultQueue, nil
 	}
-	if name == "root" || strings.HasPrefix(name, "root.") || cfg == nil {
-		if name != "root" && !strings.HasPrefix(name, "root.") {
-			name = "root." + name
-		}
-		return name, nil
+	path, err := queueconfig.ResolveQueue(cfg, name)
+	var re *queueconfig.ResolveError
+	if errors.As(err, &re) {
+		return "", &ugm.QueueError{Queue: re.Name, Reason: fmt.Sprintf("(from %s) %s", from, re.Reason())}
 	}
-	if cfg.Queue("root."+name) != nil {
-		return "root." + name, nil
-	}
-	var found []string
-	cfg.Walk(func(q *queueconfig.Queue) {
-		if q.Name == name && !q.IsParent {
-			found = append(found, q.Path)
-		}
-	})
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return "", &ugm.QueueError{Queue: name, Reason: fmt.Sprintf("(from %s) does not exist in the queue config", from)}
-	default:
-		return "", &ugm.QueueError{Queue: name, Reason: fmt.Sprintf("(from %s) is ambiguous: %s; use the full path", from, strings.Join(found, ", "))}
-	}
+	return path, err
 }
 
 // podApp keys the pod's application within its namespace: an explicit id
@@ -172,7 +156,7 @@ func podResources(pod *v1.Pod) (resources.Vector, error) {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
 		UseStatusResources: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling),
 		InPlacePodLevelResourcesVerticalScalingEnabled: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodLevelResourcesVerticalScaling),
-		SkipPodLevelResources: !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
+		SkipPodLevelResources:                          !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
 	})
 	v, err := resources.FromResourceList(reqs)
 	if err != nil {

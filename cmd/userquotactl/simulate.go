@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/userquota/userquota/pkg/simulator"
+)
+
+// runSimulate is `userquotactl simulate --config FILE --trace FILE
+// [--partition NAME]`: the decisions go to stdout as JSON lines, anything
+// that stops the replay goes to stderr.
+func runSimulate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("simulate")
+	cfgPath := fs.String("config", "", "the initial queue config")
+	tracePath := fs.String("trace", "", "the trace")
+	partition := fs.String("partition", simulator.DefaultPartition, "the partition to enforce")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	var missing []string
+	if *cfgPath == "" {
+		missing = append(missing, "--config")
+	}
+	if *tracePath == "" {
+		missing = append(missing, "--trace")
+	}
+	switch {
+	case len(missing) > 0:
+		return badArgs(stderr, "simulate: missing "+strings.Join(missing, " and "))
+	case fs.NArg() > 0:
+		return badArgs(stderr, fmt.Sprintf("simulate: unexpected argument %q", fs.Arg(0)))
+	case *partition == "":
+		return badArgs(stderr, "simulate: --partition must not be empty")
+	}
+
+	cfg, err := os.ReadFile(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		return exitFailed
+	}
+	trace, err := os.Open(*tracePath)
+	if err != nil {
+		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		return exitFailed
+	}
+	defer trace.Close()
+
+	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr})
+	var cfgErr *simulator.ConfigError
+	switch {
+	case errors.As(err, &cfgErr):
+		// Exactly the problems, one per line, as the contract says.
+		for _, e := range cfgErr.Errs {
+			fmt.Fprintln(stderr, e)
+		}
+		return exitFailed
+	case err != nil:
+		fmt.Fprintf(stderr, "userquotactl: %s: %v\n", *tracePath, err)
+		return exitFailed
+	}
+	return exitOK
+}

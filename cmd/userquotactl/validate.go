@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+)
+
+// runValidate is `userquotactl validate FILE`. The problems are the
+// command's result, so they go to stdout like the summary; stderr is for
+// failing to read the file.
+func runValidate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("validate")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return badArgs(stderr, fmt.Sprintf("validate takes one FILE, got %d arguments", fs.NArg()))
+	}
+	data, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		return exitFailed
+	}
+	cfg, err := queueconfig.Parse(data)
+	if err != nil {
+		for _, p := range problems(err) {
+			fmt.Fprintln(stdout, p)
+		}
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, summary(cfg))
+	for _, n := range cfg.Notices {
+		fmt.Fprintln(stdout, "note: "+n)
+	}
+	return exitOK
+}
+
+// summary counts what a valid config holds: "valid: 1 partition, 7 queues,
+// 5 limits" (root is a queue; a limit is one entry of a queue's limits).
+func summary(cfg *queueconfig.Config) string {
+	queues, limits := 0, 0
+	for _, p := range cfg.Partitions {
+		p.Walk(func(q *queueconfig.Queue) {
+			queues++
+			limits += len(q.Limits)
+		})
+	}
+	return fmt.Sprintf("valid: %s, %s, %s",
+		plural(len(cfg.Partitions), "partition"), plural(queues, "queue"), plural(limits, "limit"))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// problems lists a parse error's problems, one per element.
+func problems(err error) []string {
+	var list *queueconfig.Errors
+	if errors.As(err, &list) && list.Len() > 0 {
+		return list.Strings()
+	}
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// newFlagSet returns a flag set that reports nothing itself: run prints
+// the errors and the usage in one place.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses args; ok false means run must return code: 0 after
+// printing the usage for -h, 2 after a flag error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return exitOK, false
+	default:
+		return badArgs(stderr, fs.Name()+": "+err.Error()), false
+	}
+}

@@ -1,0 +1,140 @@
+package ledger
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+const config = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+      limits:
+      - limit: sue
+        users: [sue]
+        maxresources: {vcore: 2}
+`
+
+func newLedger(t *testing.T) *Ledger {
+	t.Helper()
+	cfg, err := queueconfig.Parse([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ugm.New()
+	m.SetConfig(cfg.Partition("default"))
+	return New(m)
+}
+
+func cpu(t *testing.T, q string) resources.Vector {
+	v, err := resources.Parse(map[string]string{"cpu": q, "pods": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func req(user, app string, r resources.Vector) ugm.Request {
+	return ugm.Request{User: user, Queue: "root.default", App: ugm.AppKey{Namespace: "ns", ID: app}, Resources: r}
+}
+
+func rootCPU(l *Ledger) int64 { return l.Manager().Queues().ResourceUsage.Get(0) }
+
+func TestAllocateReleaseOnce(t *testing.T) {
+	l := newLedger(t)
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); !errors.Is(err, ErrAlreadyAllocated) {
+		t.Fatalf("second allocate = %v, want ErrAlreadyAllocated", err)
+	}
+	if err := l.ForceAllocate("p1", req("sue", "a", cpu(t, "1"))); !errors.Is(err, ErrAlreadyAllocated) {
+		t.Fatalf("force of a live pod = %v, want ErrAlreadyAllocated", err)
+	}
+	if got := rootCPU(l); got != 1000 {
+		t.Fatalf("usage = %d, want 1000 (counted once)", got)
+	}
+	c, ok, err := l.Release("p1")
+	if !ok || err != nil || c.Request.User != "sue" {
+		t.Fatalf("release = %+v, %v, %v", c, ok, err)
+	}
+	if _, ok, _ := l.Release("p1"); ok {
+		t.Fatal("second release released again")
+	}
+	if _, ok, _ := l.Release("never"); ok {
+		t.Fatal("release of an unknown pod reported true")
+	}
+	if got := rootCPU(l); got != 0 || l.Len() != 0 {
+		t.Fatalf("after release usage %d, live %d", got, l.Len())
+	}
+}
+
+func TestRefusalChangesNothing(t *testing.T) {
+	l := newLedger(t)
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "2"))); err != nil {
+		t.Fatal(err)
+	}
+	var r *ugm.Refusal
+	if err := l.Allocate("p2", req("sue", "a", cpu(t, "1"))); !errors.As(err, &r) {
+		t.Fatalf("over the limit = %v, want a refusal", err)
+	}
+	if _, live := l.Get("p2"); live || rootCPU(l) != 2000 {
+		t.Fatal("a refused pod was recorded or charged")
+	}
+	// A forced pod (found running) is charged whatever the limit says.
+	if err := l.ForceAllocate("p3", req("sue", "a", cpu(t, "1"))); err != nil || rootCPU(l) != 3000 {
+		t.Fatalf("force = %v, usage %d", err, rootCPU(l))
+	}
+}
+
+func TestForceWithConflictingApplication(t *testing.T) {
+	l := newLedger(t)
+	if err := l.Allocate("p1", req("sue", "shared", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	// bob's running pod claims sue's application: it is still charged, to
+	// an application of its own.
+	if err := l.ForceAllocate("p2", req("bob", "shared", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := l.Get("p2")
+	if c.Request.App.ID != "pod:p2" || !c.Forced {
+		t.Fatalf("charge = %+v", c)
+	}
+	for _, p := range []string{"p1", "p2"} {
+		if _, _, err := l.Release(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(l.Manager().Users()) != 0 {
+		t.Fatal("trackers left after releasing everything")
+	}
+}
+
+func TestResize(t *testing.T) {
+	l := newLedger(t)
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	live, err := l.Resize("p1", cpu(t, "3"))
+	var over *ugm.Refusal
+	if !live || !errors.As(err, &over) {
+		t.Fatalf("resize over the limit = %v, %v; want applied with a refusal", live, err)
+	}
+	if rootCPU(l) != 3000 {
+		t.Fatalf("usage after resize = %d", rootCPU(l))
+	}
+	if live, err := l.Resize("gone", cpu(t, "1")); live || err != nil {
+		t.Fatalf("resize of an unknown pod = %v, %v", live, err)
+	}
+	if _, _, err := l.Release("p1"); err != nil || rootCPU(l) != 0 {
+		t.Fatalf("release after resize: %v, usage %d", err, rootCPU(l))
+	}
+}

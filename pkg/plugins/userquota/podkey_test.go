@@ -1,0 +1,342 @@
+package userquota
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+)
+
+// treeConfig has leaves to resolve bare names against: a unique leaf
+// (only), a name used by two leaves (x) and a parent (a).
+const treeConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+    - name: sandbox
+    - name: a
+      queues:
+      - name: only
+      - name: x
+    - name: b
+      queues:
+      - name: x
+`
+
+// got is what podRequest made of a pod, in comparable form.
+type got struct {
+	User      string
+	Groups    []string
+	Queue     string
+	App       string
+	Resources map[string]int64
+}
+
+func requestOf(t *testing.T, pl *Plugin, pod *v1.Pod, cfg *queueconfig.Partition) (got, error) {
+	t.Helper()
+	req, err := pl.podRequest(pod, cfg)
+	if err != nil {
+		return got{}, err
+	}
+	return got{User: req.User, Groups: req.Groups, Queue: req.Queue, App: req.App.String(), Resources: req.Resources.Map()}, nil
+}
+
+func TestPodRequest(t *testing.T) {
+	tree := mustConfig(t, treeConfig).Partition("default")
+	base := func() *st.PodWrapper { return podOf("p").Req(cpu("1")) }
+	one := map[string]int64{"cpu": 1000, "pods": 1}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		cfg  *queueconfig.Partition // the config in force (nil: none)
+		args func(*Args)
+		want got
+		// wantErr is a substring of the error (empty: no error).
+		wantErr string
+	}{
+		// user and groups
+		{
+			name: "our user-info annotation",
+			pod:  base().Annotation(AnnotationUserInfo, `{"user":"sue","groups":["dev","ops"]}`).Obj(),
+			want: got{User: "sue", Groups: []string{"dev", "ops"}, Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "YuniKorn's user.info annotation",
+			pod:  base().Annotation("yunikorn.apache.org/user.info", `{"user":"bob","groups":["ops"]}`).Obj(),
+			want: got{User: "bob", Groups: []string{"ops"}, Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "ours wins over YuniKorn's",
+			pod: base().Annotation(AnnotationUserInfo, `{"user":"sue"}`).
+				Annotation("yunikorn.apache.org/user.info", `{"user":"bob"}`).Obj(),
+			want: got{User: "sue", Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "no user info: the default user without groups",
+			pod:  base().Obj(),
+			want: got{User: "nobody", Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "no user info: the configured default user",
+			pod:  base().Obj(),
+			args: func(a *Args) { a.DefaultUser = "anonymous" },
+			want: got{User: "anonymous", Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name:    "malformed JSON in our annotation is refused, naming it",
+			pod:     base().Annotation(AnnotationUserInfo, `{"user":"sue"`).Obj(),
+			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
+		},
+		{
+			name:    "malformed JSON in YuniKorn's annotation is refused, naming it",
+			pod:     base().Annotation("yunikorn.apache.org/user.info", `sue`).Obj(),
+			wantErr: "annotation yunikorn.apache.org/user.info is not valid user info JSON",
+		},
+		{
+			name:    "malformed ours does not fall back to YuniKorn's",
+			pod:     base().Annotation(AnnotationUserInfo, `[]`).Annotation("yunikorn.apache.org/user.info", `{"user":"bob"}`).Obj(),
+			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
+		},
+		{
+			name:    "unknown field in the user info is refused",
+			pod:     base().Annotation(AnnotationUserInfo, `{"user":"sue","group":"dev"}`).Obj(),
+			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
+		},
+		{
+			name:    "user info without a user is refused",
+			pod:     base().Annotation(AnnotationUserInfo, `{"groups":["dev"]}`).Obj(),
+			wantErr: "annotation userquota.io/user-info has no user",
+		},
+
+		// queue
+		{
+			name: "queue from our annotation",
+			pod:  base().Annotation(LabelQueue, "root.sandbox").Label(LabelQueue, "root.a.only").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "queue from our label",
+			pod:  base().Label(LabelQueue, "root.a.only").Annotation("yunikorn.apache.org/queue", "root.sandbox").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "queue from YuniKorn's annotation",
+			pod:  base().Annotation("yunikorn.apache.org/queue", "root.sandbox").Label("yunikorn.apache.org/queue", "root.a.only").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "queue from YuniKorn's label",
+			pod:  base().Label("yunikorn.apache.org/queue", "root.a.only").Label("queue", "root.sandbox").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "queue from the queue label",
+			pod:  base().Label("queue", "root.sandbox").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "leaf name that is a child of root: root.NAME",
+			pod:  base().Label(LabelQueue, "sandbox").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "unique leaf name deeper in the tree",
+			pod:  base().Label(LabelQueue, "only").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "path without root.",
+			pod:  base().Label(LabelQueue, "b.x").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.b.x", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name:    "ambiguous leaf name is an error listing the candidates",
+			pod:     base().Label(LabelQueue, "x").Obj(),
+			cfg:     tree,
+			wantErr: `queue "x" (from label userquota.io/queue) is ambiguous: root.a.x, root.b.x; use the full path`,
+		},
+		{
+			name:    "unknown leaf name is an error",
+			pod:     base().Label("queue", "nope").Obj(),
+			cfg:     tree,
+			wantErr: `queue "nope" (from label queue) does not exist in the queue config`,
+		},
+		{
+			name: "bare name without a config: root.NAME",
+			pod:  base().Label(LabelQueue, "anything").Obj(),
+			want: got{User: "nobody", Queue: "root.anything", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "no queue: the default queue",
+			pod:  base().Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "no queue: the configured default queue",
+			pod:  base().Obj(),
+			cfg:  tree,
+			args: func(a *Args) { a.DefaultQueue = "root.a.only" },
+			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "empty queue label is ignored",
+			pod:  base().Label(LabelQueue, "").Label("queue", "sandbox").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := defaultArgs()
+			if tc.args != nil {
+				tc.args(&a)
+			}
+			pl := &Plugin{args: a}
+			g, err := requestOf(t, pl, tc.pod, tc.cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("podRequest error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("podRequest: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, g, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("request (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodApp(t *testing.T) {
+	rs := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}
+	job := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+	sts := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want string
+	}{
+		{name: "our app-id label", pod: podOf("p").Label(LabelAppID, "a1").Label("applicationId", "a2").OwnerReference("web-5d4f", rs).Obj(), want: "ns1/a1"},
+		{name: "applicationId label", pod: podOf("p").Label("applicationId", "a2").Label("yunikorn.apache.org/app-id", "a3").Obj(), want: "ns1/a2"},
+		{name: "yunikorn.apache.org/app-id label", pod: podOf("p").Label("yunikorn.apache.org/app-id", "a3").Label("spark-app-selector", "a4").Obj(), want: "ns1/a3"},
+		{name: "spark-app-selector label", pod: podOf("p").Label("spark-app-selector", "spark-123").Obj(), want: "ns1/spark-123"},
+		{name: "app id as an annotation", pod: podOf("p").Annotation(LabelAppID, "a5").Obj(), want: "ns1/a5"},
+		{
+			name: "ReplicaSet with pod-template-hash: the Deployment",
+			pod:  podOf("p").Label("pod-template-hash", "5d4f").OwnerReference("web-5d4f", rs).Obj(),
+			want: "ns1/Deployment/web",
+		},
+		{
+			name: "the new ReplicaSet of a rollout: the same Deployment",
+			pod:  podOf("q").Label("pod-template-hash", "77c9b").OwnerReference("web-77c9b", rs).Obj(),
+			want: "ns1/Deployment/web",
+		},
+		{
+			name: "ReplicaSet without pod-template-hash: the ReplicaSet",
+			pod:  podOf("p").OwnerReference("web-5d4f", rs).Obj(),
+			want: "ns1/ReplicaSet/web-5d4f",
+		},
+		{
+			name: "ReplicaSet whose name does not end in the hash: the ReplicaSet",
+			pod:  podOf("p").Label("pod-template-hash", "abc").OwnerReference("standalone", rs).Obj(),
+			want: "ns1/ReplicaSet/standalone",
+		},
+		{name: "Job owner", pod: podOf("p").OwnerReference("pi-28765", job).Obj(), want: "ns1/Job/pi-28765"},
+		{name: "StatefulSet owner", pod: podOf("p").OwnerReference("db", sts).Obj(), want: "ns1/StatefulSet/db"},
+		{name: "no owner: the pod's UID", pod: podOf("p").Obj(), want: "ns1/pod/uid-p"},
+		{
+			name: "an owner that is not the controller does not count",
+			pod: func() *v1.Pod {
+				p := podOf("p").OwnerReference("pi", job).Obj()
+				p.OwnerReferences[0].Controller = nil
+				return p
+			}(),
+			want: "ns1/pod/uid-p",
+		},
+		{name: "namespace is part of the key", pod: podOf("p").Namespace("other").Label(LabelAppID, "a1").Obj(), want: "other/a1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, podApp(tc.pod).String()); diff != "" {
+				t.Errorf("app (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodResources(t *testing.T) {
+	const gi = 1 << 30
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want map[string]int64
+	}{
+		{name: "no requests: one pod", pod: podOf("p").Container("img").Obj(), want: map[string]int64{"pods": 1}},
+		{
+			name: "one container",
+			pod:  podOf("p").Req(map[v1.ResourceName]string{"cpu": "500m", "memory": "1Gi"}).Obj(),
+			want: map[string]int64{"cpu": 500, "memory": gi, "pods": 1},
+		},
+		{
+			name: "containers are summed",
+			pod:  podOf("p").Req(cpu("1")).Req(map[v1.ResourceName]string{"cpu": "2", "memory": "1Gi"}).Obj(),
+			want: map[string]int64{"cpu": 3000, "memory": gi, "pods": 1},
+		},
+		{
+			name: "init container smaller than the sum: the sum",
+			pod:  podOf("p").InitReq(cpu("2")).Req(cpu("1")).Req(cpu("2")).Obj(),
+			want: map[string]int64{"cpu": 3000, "pods": 1},
+		},
+		{
+			name: "init container larger than the sum: the init container",
+			pod:  podOf("p").InitReq(map[v1.ResourceName]string{"cpu": "4", "memory": "512Mi"}).Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi"}).Req(cpu("2")).Obj(),
+			want: map[string]int64{"cpu": 4000, "memory": gi, "pods": 1},
+		},
+		{
+			name: "overhead is added",
+			pod:  podOf("p").Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi"}).Overhead(rl("cpu", "250m", "memory", "128Mi")).Obj(),
+			want: map[string]int64{"cpu": 1250, "memory": gi + 128<<20, "pods": 1},
+		},
+		{
+			name: "overhead is added to the init container maximum",
+			pod:  podOf("p").InitReq(cpu("3")).Req(cpu("1")).Overhead(rl("cpu", "100m")).Obj(),
+			want: map[string]int64{"cpu": 3100, "pods": 1},
+		},
+		{
+			name: "extended resources count",
+			pod:  podOf("p").Req(map[v1.ResourceName]string{"cpu": "1", "nvidia.com/gpu": "2"}).Obj(),
+			want: map[string]int64{"cpu": 1000, "nvidia.com/gpu": 2, "pods": 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := podResources(tc.pod)
+			if err != nil {
+				t.Fatalf("podResources: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, v.Map()); diff != "" {
+				t.Errorf("request (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,308 @@
+package userquota
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// sueIn is the usage of user sue (no groups) holding cpu millicores and
+// pods in root.sandbox, with the given live pods and applications.
+func sueIn(cpu, pods int64, apps []string, uids ...string) usage {
+	r := map[string]int64{"cpu": cpu, "pods": pods}
+	return usage{
+		Users:  map[string]map[string]map[string]int64{"sue": {"root": r, "root.sandbox": r}},
+		Groups: map[string]map[string]map[string]int64{},
+		Queues: map[string]map[string]int64{"root": r, "root.sandbox": r},
+		Apps:   map[string][]string{"sue": apps},
+		Pods:   uids,
+	}
+}
+
+func setCPU(q string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse(q)
+	}
+}
+
+// TestPodInformer drives the plugin's own pod handler through the
+// scheduler's shared informer and checks what stays charged.
+func TestPodInformer(t *testing.T) {
+	p1 := userPod("p1", "sue", "", "sandbox", "1")
+	p2 := userPod("p2", "sue", "", "sandbox", "500m")
+	running := func(p *v1.Pod) { p.Status.Phase = v1.PodRunning; p.Status.PodIP = "10.0.0.1" }
+	tests := []struct {
+		name string
+		args *Args
+		run  func(e *env)
+		want usage
+	}{
+		{
+			name: "Reserve, then bind and update events count once",
+			run: func(e *env) {
+				e.mustSchedule(p1)
+				e.bind(p1)
+				e.update(p1, running)
+				e.update(p1, func(p *v1.Pod) { p.Labels["x"] = "y" })
+			},
+			want: sueIn(1000, 1, []string{"ns1/pod/uid-p1"}, "uid-p1"),
+		},
+		{
+			name: "a bound pod the informer found is charged once over many events",
+			run: func(e *env) {
+				e.bind(p1)
+				e.update(p1, running)
+				e.update(p1, func(p *v1.Pod) { p.Labels["x"] = "y" })
+				// A scheduling cycle that meets the pod already charged.
+				e.waitFor("p1 to be charged", func() bool { _, ok := e.pl.ledger.Get("uid-p1"); return ok })
+				e.mustSchedule(p1)
+			},
+			want: sueIn(1000, 1, []string{"ns1/pod/uid-p1"}, "uid-p1"),
+		},
+		{
+			name: "Succeeded releases; the later delete does not release again",
+			run: func(e *env) {
+				e.mustSchedule(p1)
+				e.bind(p1)
+				e.bind(p2)
+				e.update(p1, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
+				e.waitFor("p1 to be released", func() bool { _, ok := e.pl.ledger.Get("uid-p1"); return !ok })
+				e.update(p1, func(p *v1.Pod) { p.Labels["done"] = "yes" })
+				e.delete(p1)
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "Failed releases; the later delete does not release again",
+			run: func(e *env) {
+				e.bind(p1)
+				e.bind(p2)
+				e.update(p1, func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })
+				e.delete(p1)
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "delete releases",
+			run: func(e *env) {
+				e.mustSchedule(p1)
+				e.bind(p1)
+				e.bind(p2)
+				e.delete(p1)
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "a terminating pod holds its charge",
+			run: func(e *env) {
+				e.bind(p1)
+				e.update(p1, func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} })
+			},
+			want: sueIn(1000, 1, []string{"ns1/pod/uid-p1"}, "uid-p1"),
+		},
+		{
+			name: "with releaseOnTerminating a terminating pod is released, once",
+			args: &Args{ReleaseOnTerminating: true},
+			run: func(e *env) {
+				e.bind(p1)
+				e.bind(p2)
+				e.update(p1, func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} })
+				e.waitFor("p1 to be released", func() bool { _, ok := e.pl.ledger.Get("uid-p1"); return !ok })
+				e.update(p1, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
+				e.delete(p1)
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "a tombstone releases",
+			run: func(e *env) {
+				e.mustSchedule(p1)
+				e.bind(p2)
+				e.barrier()
+				// The informer missed the delete and relisted: the
+				// handler gets the last state it knew, wrapped.
+				e.pl.onPodDelete(klog.FromContext(e.ctx), cache.DeletedFinalStateUnknown{Key: "ns1/p1", Obj: p1})
+				e.pl.onPodDelete(klog.FromContext(e.ctx), cache.DeletedFinalStateUnknown{Key: "ns1/p1", Obj: p1})
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "an in-place resize up then down changes the charge",
+			run: func(e *env) {
+				e.bind(p1)
+				e.update(p1, setCPU("3")) // over sue's 2 cpu: charged anyway
+				e.waitFor("the resize up", func() bool { return userUsage(e.pl, "sue")["cpu"] == 3000 })
+				e.update(p1, setCPU("250m"))
+				e.waitFor("the resize down", func() bool { return userUsage(e.pl, "sue")["cpu"] == 250 })
+				e.delete(p1)
+				e.bind(p2)
+				e.update(p2, setCPU("750m"))
+			},
+			want: sueIn(750, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "pods of another scheduler are not tracked",
+			run: func(e *env) {
+				other := p1.DeepCopy()
+				other.Spec.SchedulerName = "default-scheduler"
+				e.bind(other)
+				e.update(other, setCPU("2"))
+				e.delete(other)
+				e.bind(p2)
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
+		},
+		{
+			name: "pending pods are not charged",
+			run: func(e *env) {
+				e.create(p1)
+				e.update(p1, func(p *v1.Pod) { p.Labels["x"] = "y" })
+			},
+			want: emptyUsage(),
+		},
+		{
+			name: "a pod bound with bad metadata is charged to the defaults",
+			run: func(e *env) {
+				e.bind(podOf("bad").Annotation(AnnotationUserInfo, "sue").Label(LabelQueue, "x").Req(cpu("1")).Obj())
+			},
+			want: usage{
+				Users:  map[string]map[string]map[string]int64{"nobody": {"root": {"cpu": 1000, "pods": 1}, "root.default": {"cpu": 1000, "pods": 1}}},
+				Groups: map[string]map[string]map[string]int64{},
+				Queues: map[string]map[string]int64{"root": {"cpu": 1000, "pods": 1}, "root.default": {"cpu": 1000, "pods": 1}},
+				Apps:   map[string][]string{"nobody": {"ns1/pod/uid-bad"}},
+				Pods:   []string{"uid-bad"},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{config: sandboxConfig, args: tc.args})
+			tc.run(e)
+			e.barrier()
+			if diff := cmp.Diff(tc.want, snapshot(e.pl)); diff != "" {
+				t.Errorf("usage (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRestart: pods already bound when the plugin starts (a restart or a
+// leader failover) are charged, forced past any limit, before PreFilter
+// decides anything.
+func TestRestart(t *testing.T) {
+	bound := func(p *v1.Pod, phase v1.PodPhase) *v1.Pod {
+		p.Spec.NodeName = testNode
+		p.Status.Phase = phase
+		return p
+	}
+	otherScheduler := bound(userPod("other", "sue", "", "sandbox", "5"), v1.PodRunning)
+	otherScheduler.Spec.SchedulerName = "default-scheduler"
+	objects := []runtime.Object{
+		bound(userPod("a", "sue", "", "sandbox", "1500m"), v1.PodRunning),
+		bound(userPod("b", "sue", "", "sandbox", "1"), v1.PodPending), // bound, not started yet
+		bound(userPod("done", "sue", "", "sandbox", "4"), v1.PodSucceeded),
+		otherScheduler,
+		userPod("pending", "sue", "", "sandbox", "4"),
+	}
+	wantUsage := sueIn(2500, 2, []string{"ns1/pod/uid-a", "ns1/pod/uid-b"}, "uid-a", "uid-b")
+	wantStatus := statusOf{Code: fwk.UnschedulableAndUnresolvable, Message: `user "sue" would exceed maxresources in root.sandbox: cpu 2500m+100m > 2`}
+	probe := userPod("new", "sue", "", "sandbox", "100m")
+
+	t.Run("bound pods are charged, forced", func(t *testing.T) {
+		e := newEnv(t, envOptions{config: sandboxConfig, objects: objects})
+		if diff := cmp.Diff(wantUsage, snapshot(e.pl)); diff != "" {
+			t.Errorf("usage after start (-want,+got):\n%s", diff)
+		}
+		for _, uid := range []string{"uid-a", "uid-b"} {
+			if c, _ := e.pl.ledger.Get(uid); !c.Forced {
+				t.Errorf("charge of %s = %+v, want a forced charge", uid, c)
+			}
+		}
+		_, s := e.preFilter(probe)
+		if diff := cmp.Diff(wantStatus, summary(s)); diff != "" {
+			t.Errorf("PreFilter (-want,+got):\n%s", diff)
+		}
+	})
+
+	t.Run("PreFilter waits for the pod handler to sync", func(t *testing.T) {
+		// Hold the pod list: until it returns the plugin has seen no pod.
+		release := make(chan struct{})
+		var once sync.Once
+		unblock := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(unblock)
+		e := newEnv(t, envOptions{config: sandboxConfig, objects: objects, noStart: true,
+			reactors: func(cs *fake.Clientset) {
+				cs.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+					<-release
+					return false, nil, nil
+				})
+			}})
+		e.informers.Start(e.ctx.Done())
+		done := make(chan *fwk.Status, 1)
+		go func() {
+			_, s := e.preFilter(probe)
+			done <- s
+		}()
+		select {
+		case s := <-done:
+			t.Fatalf("PreFilter decided (%v) before the running pods were accounted", s)
+		case <-time.After(200 * time.Millisecond):
+		}
+		unblock()
+		var s *fwk.Status
+		select {
+		case s = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("PreFilter did not return after the pod informer synced")
+		}
+		if diff := cmp.Diff(wantStatus, summary(s)); diff != "" {
+			t.Errorf("PreFilter (-want,+got):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantUsage, snapshot(e.pl)); diff != "" {
+			t.Errorf("usage (-want,+got):\n%s", diff)
+		}
+	})
+}
+
+// TestRestartWithAppConflict: a running pod whose application is already
+// held by another user is still charged (forced, as its own application),
+// so nothing that runs goes uncounted.
+func TestRestartWithAppConflict(t *testing.T) {
+	a := userPod("a", "sue", "", "sandbox", "1")
+	a.Labels[LabelAppID] = "shared"
+	b := userPod("b", "bob", "", "sandbox", "1")
+	b.Labels[LabelAppID] = "shared"
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	e.bind(a)
+	e.waitFor("a to be charged", func() bool { _, ok := e.pl.ledger.Get("uid-a"); return ok })
+	e.bind(b)
+	e.waitFor("b to be charged", func() bool { _, ok := e.pl.ledger.Get("uid-b"); return ok })
+	r := map[string]int64{"cpu": 1000, "pods": 1}
+	want := usage{
+		Users:  map[string]map[string]map[string]int64{"sue": {"root": r, "root.sandbox": r}, "bob": {"root": r, "root.sandbox": r}},
+		Groups: map[string]map[string]map[string]int64{},
+		Queues: map[string]map[string]int64{"root": {"cpu": 2000, "pods": 2}, "root.sandbox": {"cpu": 2000, "pods": 2}},
+		Apps:   map[string][]string{"sue": {"ns1/shared"}, "bob": {"ns1/pod:uid-b"}},
+		Pods:   []string{"uid-a", "uid-b"},
+	}
+	if diff := cmp.Diff(want, snapshot(e.pl)); diff != "" {
+		t.Errorf("usage (-want,+got):\n%s", diff)
+	}
+	e.delete(a)
+	e.delete(b)
+	e.barrier()
+	if diff := cmp.Diff(emptyUsage(), snapshot(e.pl)); diff != "" {
+		t.Errorf("usage after both are gone (-want,+got):\n%s", diff)
+	}
+}

@@ -1,0 +1,249 @@
+package userquota
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// perUserConfig gives every user 2 cpu in root.sandbox.
+const perUserConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+    - name: sandbox
+      limits:
+      - limit: everyone
+        users: ["*"]
+        maxresources: {vcore: 2}
+`
+
+// TestActivateAfterRelease: when a pod's charge is released, the pods
+// refused for a limit that release can lift are moved back to the active
+// queue with the framework handle's Activate, after the release (so they
+// find the room); pods refused for someone else's limit are not.
+func TestActivateAfterRelease(t *testing.T) {
+	sueHeld := userPod("sue-held", "sue", "", "sandbox", "2")
+	bobHeld := userPod("bob-held", "bob", "", "sandbox", "2")
+	tests := []struct {
+		name string
+		// release gives back part of what sue-held or bob-held holds.
+		release func(e *env)
+		want    []string
+		// wantSue is sue's cpu when Activate was called (-1: not checked).
+		wantSue int64
+	}{
+		{name: "sue's pod deleted", release: func(e *env) { e.delete(sueHeld) }, want: []string{"ns1/sue-waits"}, wantSue: 0},
+		{
+			name:    "sue's pod succeeded",
+			release: func(e *env) { e.update(sueHeld, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }) },
+			want:    []string{"ns1/sue-waits"}, wantSue: 0,
+		},
+		{name: "sue's pod shrank in place", release: func(e *env) { e.update(sueHeld, setCPU("500m")) }, want: []string{"ns1/sue-waits"}, wantSue: 500},
+		{
+			name: "sue's pod gone as a tombstone",
+			release: func(e *env) {
+				e.pl.onPodDelete(klog.FromContext(e.ctx), cache.DeletedFinalStateUnknown{Key: "ns1/sue-held", Obj: sueHeld})
+			},
+			want: []string{"ns1/sue-waits"}, wantSue: 0,
+		},
+		{name: "bob's pod deleted", release: func(e *env) { e.delete(bobHeld) }, want: []string{"ns1/bob-waits"}, wantSue: -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{config: perUserConfig})
+			for _, p := range []*v1.Pod{sueHeld, bobHeld} {
+				e.mustSchedule(p)
+				e.bind(p)
+			}
+			for _, p := range []*v1.Pod{userPod("sue-waits", "sue", "", "sandbox", "1"), userPod("bob-waits", "bob", "", "sandbox", "1")} {
+				if _, s := e.preFilter(p); s.Code() != fwk.UnschedulableAndUnresolvable {
+					t.Fatalf("PreFilter(%s) = %v, want a refusal", p.Name, s)
+				}
+			}
+			e.barrier()
+			e.activator.reset()
+			e.activator.setProbe(func() any { return userUsage(e.pl, "sue")["cpu"] })
+
+			tc.release(e)
+			e.waitFor("an Activate call", func() bool { return len(e.activator.activated()) > 0 })
+			e.barrier() // every event handled: no other activation is coming
+			if diff := cmp.Diff(tc.want, e.activator.activated()); diff != "" {
+				t.Errorf("activated (-want,+got):\n%s", diff)
+			}
+			if tc.wantSue >= 0 {
+				if diff := cmp.Diff([]any{tc.wantSue}, e.activator.probed()); diff != "" {
+					t.Errorf("sue's cpu when Activate was called (-want,+got):\n%s", diff)
+				}
+			}
+			// The activated pod now fits.
+			for _, key := range tc.want {
+				name := key[len("ns1/"):]
+				user := name[:3]
+				if _, s := e.preFilter(userPod(name, user, "", "sandbox", "1")); !s.IsSuccess() {
+					t.Errorf("PreFilter(%s) after the release = %v, want success", name, s)
+				}
+			}
+		})
+	}
+}
+
+// TestActivateAfterUnreserve: a Reserve rolled back by Unreserve releases
+// its charge and activates the pods it was blocking.
+func TestActivateAfterUnreserve(t *testing.T) {
+	e := newEnv(t, envOptions{config: perUserConfig})
+	held := userPod("held", "sue", "", "sandbox", "2")
+	state, s := e.preFilter(held)
+	if !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
+	}
+	if s := e.reserve(state, held); !s.IsSuccess() {
+		t.Fatalf("Reserve: %v", s)
+	}
+	for _, p := range []*v1.Pod{userPod("sue-waits", "sue", "", "sandbox", "1"), userPod("bob-bad", "bob", "", "nope", "1")} {
+		if _, s := e.preFilter(p); s.IsSuccess() {
+			t.Fatalf("PreFilter(%s) passed, want a refusal", p.Name)
+		}
+	}
+	e.unreserve(state, held)
+	if diff := cmp.Diff([]string{"ns1/sue-waits"}, e.activator.activated()); diff != "" {
+		t.Errorf("activated (-want,+got):\n%s", diff)
+	}
+}
+
+func TestEventsToRegister(t *testing.T) {
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	got, err := e.pl.EventsToRegister(e.ctx)
+	if err != nil {
+		t.Fatalf("EventsToRegister: %v", err)
+	}
+	var events []fwk.ClusterEvent
+	for _, ev := range got {
+		events = append(events, ev.Event)
+		if ev.QueueingHintFn == nil {
+			t.Errorf("event %v has no queueing hint", ev.Event)
+		}
+	}
+	want := []fwk.ClusterEvent{
+		{Resource: fwk.Pod, ActionType: fwk.Delete},
+		{Resource: fwk.Pod, ActionType: fwk.UpdatePodScaleDown | fwk.UpdatePodLabel},
+	}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+}
+
+// TestQueueingHints: the hints queue a refused pod for events that can
+// admit it and skip the rest.
+func TestQueueingHints(t *testing.T) {
+	// sue holds 2 cpu (her limit) and ann (dev) 2 cpu: root.sandbox is at
+	// its 4 cpu max and dev at 2 of 3.
+	sueHeld := userPod("sue-held", "sue", "", "sandbox", "2")
+	annHeld := userPod("ann-held", "ann", "dev", "sandbox", "2")
+	// Refused: by sue's user limit, by the queue max, by dev's group limit.
+	sueWaits := userPod("sue-waits", "sue", "", "sandbox", "1")
+	carlWaits := userPod("carl-waits", "carl", "", "sandbox", "1")
+	danWaits := podOf("dan-waits").Annotation(AnnotationUserInfo, `{"user":"dan","groups":["dev"]}`).
+		Label(LabelQueue, "sandbox").Req(cpu("1500m")).Obj()
+	// Not refused by us.
+	stranger := userPod("stranger", "eve", "", "open", "1")
+	// Released elsewhere: bob in root.open.
+	bobOpen := userPod("bob-open", "bob", "", "open", "1")
+
+	boundTo := func(p *v1.Pod, node string) *v1.Pod {
+		c := p.DeepCopy()
+		c.Spec.NodeName = node
+		return c
+	}
+	otherScheduler := func(p *v1.Pod) *v1.Pod {
+		c := boundTo(p, testNode)
+		c.Spec.SchedulerName = "default-scheduler"
+		return c
+	}
+	relabeled := func(p *v1.Pod) *v1.Pod {
+		c := p.DeepCopy()
+		c.Labels[LabelQueue] = "open"
+		return c
+	}
+	tomb := func(p *v1.Pod) interface{} {
+		return cache.DeletedFinalStateUnknown{Key: p.Namespace + "/" + p.Name, Obj: boundTo(p, testNode)}
+	}
+	const (
+		deleted = "delete"
+		updated = "update"
+	)
+	tests := []struct {
+		name  string
+		kind  string
+		pod   *v1.Pod     // the refused (or not) pod
+		other interface{} // the pod the event is about
+		want  fwk.QueueingHint
+	}{
+		{name: "same user's pod deleted", kind: deleted, pod: sueWaits, other: boundTo(sueHeld, testNode), want: fwk.Queue},
+		{name: "same user's pod deleted, tombstone", kind: deleted, pod: sueWaits, other: tomb(sueHeld), want: fwk.Queue},
+		{name: "other user's pod deleted", kind: deleted, pod: sueWaits, other: boundTo(annHeld, testNode), want: fwk.QueueSkip},
+		{name: "same user's pending pod deleted", kind: deleted, pod: sueWaits, other: sueHeld, want: fwk.QueueSkip},
+		{name: "same user's pod of another scheduler deleted", kind: deleted, pod: sueWaits, other: otherScheduler(sueHeld), want: fwk.QueueSkip},
+		{name: "not a pod", kind: deleted, pod: sueWaits, other: &v1.Node{}, want: fwk.QueueSkip},
+		{name: "queue refusal: any pod of the queue deleted", kind: deleted, pod: carlWaits, other: boundTo(annHeld, testNode), want: fwk.Queue},
+		{name: "queue refusal: a pod of another queue deleted", kind: deleted, pod: carlWaits, other: boundTo(bobOpen, testNode), want: fwk.QueueSkip},
+		{name: "group refusal: a pod of the group deleted", kind: deleted, pod: danWaits, other: boundTo(annHeld, testNode), want: fwk.Queue},
+		{name: "group refusal: a pod without the group deleted", kind: deleted, pod: danWaits, other: boundTo(sueHeld, testNode), want: fwk.QueueSkip},
+		{name: "a pod we did not refuse", kind: deleted, pod: stranger, other: boundTo(sueHeld, testNode), want: fwk.QueueSkip},
+
+		{name: "the refused pod's own labels changed", kind: updated, pod: sueWaits, other: relabeled(sueWaits), want: fwk.Queue},
+		{name: "same user's pod scaled down", kind: updated, pod: sueWaits, other: boundTo(sueHeld, testNode), want: fwk.Queue},
+		{name: "other user's pod scaled down", kind: updated, pod: sueWaits, other: boundTo(bobOpen, testNode), want: fwk.QueueSkip},
+		{name: "same user's pending pod updated", kind: updated, pod: sueWaits, other: sueHeld, want: fwk.QueueSkip},
+		{name: "same user's pod of another scheduler updated", kind: updated, pod: sueWaits, other: otherScheduler(sueHeld), want: fwk.QueueSkip},
+		{name: "update of not a pod", kind: updated, pod: sueWaits, other: &v1.Node{}, want: fwk.QueueSkip},
+		{name: "queue refusal: a pod of the queue scaled down", kind: updated, pod: carlWaits, other: boundTo(sueHeld, testNode), want: fwk.Queue},
+	}
+
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	e.mustSchedule(sueHeld)
+	e.mustSchedule(annHeld)
+	for p, want := range map[*v1.Pod]string{
+		sueWaits:  `user "sue" would exceed maxresources in root.sandbox: cpu 2+1 > 2`,
+		carlWaits: `queue root.sandbox would exceed max: cpu 4+1 > 4`,
+		danWaits:  `group "dev" would exceed maxresources in root.sandbox: cpu 2+1500m > 3`,
+	} {
+		if _, s := e.preFilter(p); s.Message() != want {
+			t.Fatalf("PreFilter(%s) = %v, want %q", p.Name, s, want)
+		}
+	}
+	hints := map[string]fwk.QueueingHintFn{}
+	evs, _ := e.pl.EventsToRegister(e.ctx)
+	for _, ev := range evs {
+		if ev.Event.ActionType == fwk.Delete {
+			hints[deleted] = ev.QueueingHintFn
+		} else {
+			hints[updated] = ev.QueueingHintFn
+		}
+	}
+	logger := klog.FromContext(e.ctx)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got fwk.QueueingHint
+			var err error
+			if tc.kind == deleted {
+				got, err = hints[deleted](logger, tc.pod, tc.other, nil)
+			} else {
+				got, err = hints[updated](logger, tc.pod, tc.other, tc.other)
+			}
+			if err != nil {
+				t.Fatalf("hint: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("hint = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package queueconfig
+
+import "fmt"
+
+// Keys of YuniKorn's config that we accept, so that a YuniKorn config loads
+// unchanged, but do not act on yet. Each kind is reported once at load, so
+// an operator knows the setting is not in force.
+
+const (
+	noticeAccepted   = "accepted, not enforced yet"
+	noticeGuaranteed = "kept for elastic quotas; not enforced yet"
+	noticeChecksum   = "ignored: the config's checksum is computed from its text"
+)
+
+// notices collects one notice per kind, naming the first place it appears.
+type notices struct {
+	order []string
+	first map[string]string // kind -> first path
+	msg   map[string]string
+	count map[string]int
+}
+
+func (n *notices) add(kind, path, msg string) {
+	if n.first == nil {
+		n.first, n.msg, n.count = map[string]string{}, map[string]string{}, map[string]int{}
+	}
+	if _, ok := n.first[kind]; !ok {
+		n.order = append(n.order, kind)
+		n.first[kind] = path
+		n.msg[kind] = msg
+	}
+	n.count[kind]++
+}
+
+func (n *notices) list() []string {
+	var out []string
+	for _, k := range n.order {
+		s := fmt.Sprintf("%s: %s", n.first[k], n.msg[k])
+		if c := n.count[k]; c > 1 {
+			s += fmt.Sprintf(" (and %d more)", c-1)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// collectNotices walks the raw config in document order.
+func collectNotices(rc *rawConfig) []string {
+	var n notices
+	if rc.checksum.path != "" {
+		n.add("checksum", rc.checksum.path, noticeChecksum)
+	}
+	for _, rp := range rc.partitions {
+		if rp.placementRules {
+			n.add("placementrules", rp.rulesP.path, noticeAccepted)
+		}
+		if rp.preemptionSet {
+			n.add("preemption", rp.preemptionP.path, noticeAccepted)
+		}
+		if rp.nodeSortSet {
+			n.add("nodesortpolicy", rp.nodeSortP.path, noticeAccepted)
+		}
+		if rp.resolverSet {
+			n.add("usergroupresolver", rp.resolverP.path, noticeAccepted)
+		}
+		var walk func(q *rawQueue)
+		walk = func(q *rawQueue) {
+			if q.adminSet {
+				n.add("adminacl", q.adminACLP.path, noticeAccepted)
+			}
+			if q.submitSet {
+				n.add("submitacl", q.submitACLP.path, noticeAccepted)
+			}
+			if q.childTemplate != nil {
+				n.add("childtemplate", q.childTemplateP.path, noticeAccepted)
+			}
+			if len(q.properties) > 0 {
+				n.add("properties", q.propertiesP.path, noticeAccepted)
+			}
+			if len(q.guaranteed.q) > 0 {
+				n.add("guaranteed", q.guaranteed.p.path, noticeGuaranteed)
+			}
+			for _, c := range q.queues {
+				walk(c)
+			}
+		}
+		for _, q := range rp.queues {
+			walk(q)
+		}
+	}
+	return n.list()
+}

@@ -1,0 +1,46 @@
+// Package simulator replays a trace of pod allocations, releases and config
+// changes through the same ledger and User Group Manager code the scheduler
+// plugin runs, and prints every decision as one JSON line. It exists so that
+// quota semantics can be checked, reviewed and pinned in golden files without
+// a cluster. The format is the design's "simulator contract" (design.md),
+// which a second implementation must reproduce line for line.
+//
+// # Input
+//
+// The trace is JSON Lines. Every line of the input counts for line numbers
+// (1-based), blank ones included. Decisions this package makes where the
+// contract is silent:
+//
+//   - A blank line (only JSON white space: spaces, tabs, a carriage return)
+//     prints nothing: it is neither an operation nor an error, and editors
+//     add them freely.
+//   - A line is checked as a whole before the pod's state is looked at: an
+//     allocate of a live pod with a bad field is a line error, not "already
+//     allocated".
+//   - Unknown fields are errors ({"line":N,"error":...}): a misspelt
+//     "queue" or "resources" must not silently fall back to a default.
+//   - An "app" or "namespace" given as "" means the same as absent and
+//     takes its default (the pod name, "default"), as the plugin skips
+//     empty labels. A "user" given as "" (or only spaces) is a line error:
+//     the plugin refuses user info that names no user.
+//   - Pod names identify pods across the whole trace (they stand for the
+//     pod UIDs the scheduler keys its ledger by); the namespace only scopes
+//     the application id.
+//   - "labels" are accepted and, until placement rules exist, ignored.
+//   - A queue is resolved as the plugin resolves a pod's queue label: a
+//     path from root as given, a bare name as root.NAME if that exists,
+//     else as the one leaf of that name (see resolveQueue). The output does
+//     not add "queue" for a resolved name: the contract adds it only when
+//     placement rules chose the queue.
+//   - "resources": {} is a request for nothing but the pod itself (pods: 1);
+//     "resources": null is the same as a missing "resources".
+//   - A "pods" entry in "resources" is added to, not replaced by, the pod's
+//     own pods: 1.
+//
+// # Output
+//
+// One line per non-blank trace line, in order, then one snapshot line with
+// the users, groups and queues as the REST endpoints show them. Encoding is
+// deterministic: struct field order fixes the key order, maps are sorted,
+// and HTML characters are not escaped.
+package simulator

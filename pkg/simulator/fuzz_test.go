@@ -1,0 +1,41 @@
+package simulator
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzRun feeds arbitrary traces to Run: it must never panic, never fail on
+// a readable trace, and print exactly one line per non-blank trace line plus
+// the snapshot. The golden traces are the seed corpus.
+func FuzzRun(f *testing.F) {
+	traces, _ := filepath.Glob(filepath.Join(tracesDir, "*.jsonl"))
+	for _, p := range traces {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			f.Add(line)
+		}
+	}
+	f.Add("\x00\n\r\n{}")
+	f.Fuzz(func(t *testing.T, trace string) {
+		var out bytes.Buffer
+		if err := Run([]byte(leafConfig), strings.NewReader(trace), &out, Options{}); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		want := 1 // the snapshot
+		for _, line := range strings.Split(strings.TrimPrefix(trace, "\ufeff"), "\n") {
+			if !isBlank([]byte(line)) {
+				want++
+			}
+		}
+		if got := strings.Count(out.String(), "\n"); got != want {
+			t.Fatalf("%d output lines for %d non-blank trace lines + snapshot:\n%s", got, want-1, out.String())
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package simulator
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// update rewrites the golden files: go test ./pkg/simulator -update. Read
+// every changed line against the design before committing the result.
+var update = flag.Bool("update", false, "rewrite testdata/traces/*.golden with the current output")
+
+// tracesDir holds the golden cases: NAME.yaml (the initial config, possibly
+// a symlink to an example), NAME.jsonl (the trace), NAME.golden (the output).
+const tracesDir = "../../testdata/traces"
+
+// minCases guards against a glob that silently matches nothing.
+const minCases = 5
+
+func TestGoldenTraces(t *testing.T) {
+	traces, err := filepath.Glob(filepath.Join(tracesDir, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) < minCases {
+		t.Fatalf("found %d traces in %s, want at least %d", len(traces), tracesDir, minCases)
+	}
+	for _, trace := range traces {
+		name := strings.TrimSuffix(filepath.Base(trace), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			base := strings.TrimSuffix(trace, ".jsonl")
+			cfg := mustRead(t, base+".yaml")
+			in := mustRead(t, trace)
+			var out, log bytes.Buffer
+			if err := Run(cfg, bytes.NewReader(in), &out, Options{Log: &log}); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			checkLog(t, log.String())
+			golden := base + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			diffLines(t, mustRead(t, golden), out.Bytes())
+		})
+	}
+}
+
+// TestGoldenFilesComplete catches a case missing a part: a config or a
+// golden file without its trace would never run.
+func TestGoldenFilesComplete(t *testing.T) {
+	for _, ext := range []string{".yaml", ".golden"} {
+		files, err := filepath.Glob(filepath.Join(tracesDir, "*"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			trace := strings.TrimSuffix(f, ext) + ".jsonl"
+			if _, err := os.Stat(trace); err != nil {
+				t.Errorf("%s has no trace: %v", f, err)
+			}
+		}
+	}
+}
+
+// checkLog fails on anything but config notices: ugm reports an
+// inconsistency on release only when its books are wrong.
+func checkLog(t *testing.T, log string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		if line != "" && !strings.Contains(line, ": note: ") {
+			t.Errorf("unexpected log line: %s", line)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// diffLines reports the first differing line by number, which is also the
+// trace line that produced it when the trace has no blank lines.
+func diffLines(t *testing.T, want, got []byte) {
+	t.Helper()
+	if bytes.Equal(want, got) {
+		return
+	}
+	w := strings.Split(string(want), "\n")
+	g := strings.Split(string(got), "\n")
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			t.Fatalf("output line %d differs (run with -update to rewrite, then review):\nwant: %s\ngot:  %s", i+1, wl, gl)
+		}
+	}
+	t.Fatal("output differs from the golden file")
+}

@@ -1,0 +1,59 @@
+package simulator
+
+import "github.com/userquota/userquota/pkg/ugm"
+
+// The output lines. Field order is key order, so each struct is the
+// contract's line shape; omitempty drops the keys a line does not carry.
+
+// allowed is {"pod":"p1","allowed":true}. Queue is set only when placement
+// chose the queue (not yet: the trace must name it).
+type allowed struct {
+	Pod     string `json:"pod"`
+	Allowed bool   `json:"allowed"`
+	Queue   string `json:"queue,omitempty"`
+}
+
+// refused is {"pod":"p1","allowed":false,"reason":...} and, for a limit,
+// who went over which one.
+type refused struct {
+	Pod      string `json:"pod"`
+	Allowed  bool   `json:"allowed"`
+	Reason   string `json:"reason"`
+	Who      string `json:"who,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Queue    string `json:"queue,omitempty"`
+	Limit    string `json:"limit,omitempty"`
+	Resource string `json:"resource,omitempty"`
+}
+
+// podError is {"pod":"p1","error":"already allocated"}.
+type podError struct {
+	Pod   string `json:"pod"`
+	Error string `json:"error"`
+}
+
+// releasedLine is {"pod":"p1","released":true|false}.
+type releasedLine struct {
+	Pod      string `json:"pod"`
+	Released bool   `json:"released"`
+}
+
+// configLine is {"config":"applied"} or {"config":"rejected","errors":[...]}.
+type configLine struct {
+	Config string   `json:"config"`
+	Errors []string `json:"errors,omitempty"`
+}
+
+// lineError is {"line":N,"error":"..."} for a line that is not an operation
+// the simulator can carry out.
+type lineError struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+}
+
+// snapshot is the last line: usage as the REST endpoints show it.
+type snapshot struct {
+	Users  []ugm.UserUsage  `json:"users"`
+	Groups []ugm.GroupUsage `json:"groups"`
+	Queues *ugm.QueueUsage  `json:"queues"`
+}

@@ -1,0 +1,201 @@
+package simulator
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// DefaultPartition is the partition replayed when Options.Partition is empty:
+// the one YuniKorn and the scheduler use by default.
+const DefaultPartition = "default"
+
+// Options tune a replay.
+type Options struct {
+	// Partition names the config partition whose limits apply; empty means
+	// DefaultPartition. A config without it is invalid for this replay.
+	Partition string
+	// Log receives what is not part of the contract's output: config
+	// notices ("note: ...") and inconsistencies ugm reports on release.
+	// Nil discards them.
+	Log io.Writer
+}
+
+// ConfigError is returned by Run when the initial config is invalid or
+// lacks the partition: nothing was replayed. Errs has one problem each, in
+// the parser's order, so a CLI can print them one per line.
+type ConfigError struct {
+	Errs []string
+}
+
+// Error lists the problems one per line.
+func (e *ConfigError) Error() string { return strings.Join(e.Errs, "\n") }
+
+// Run parses cfgText as the initial queue config, replays trace through a
+// fresh ugm.Manager and ledger.Ledger, and writes one JSON line per
+// non-blank trace line to out, then the usage snapshot. Decisions, refusals
+// and bad lines are output, not errors: Run returns an error only when the
+// initial config is invalid (*ConfigError), the trace cannot be read, or out
+// cannot be written.
+func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
+	if opts.Partition == "" {
+		opts.Partition = DefaultPartition
+	}
+	s := &sim{opts: opts, ledger: ledger.New(ugm.New())}
+	part, notices, errs := loadPartition(cfgText, opts.Partition)
+	if errs != nil {
+		return &ConfigError{Errs: errs}
+	}
+	s.logNotices("config", notices)
+	s.setPartition(part)
+
+	w := bufio.NewWriter(out)
+	s.enc = json.NewEncoder(w)
+	s.enc.SetEscapeHTML(false)
+	if err := s.replay(bufio.NewReader(trace)); err != nil {
+		// Keep the lines decided before the failure: they are still true.
+		_ = w.Flush()
+		return err
+	}
+	m := s.ledger.Manager()
+	if err := s.enc.Encode(snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues()}); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// sim is the state of one replay.
+type sim struct {
+	opts   Options
+	ledger *ledger.Ledger
+	// part is the partition in force, for resolving queue names.
+	part *queueconfig.Partition
+	enc  *json.Encoder
+}
+
+// setPartition puts a validated partition in force, in ugm and for queue
+// name resolution, as the plugin swaps its config.
+func (s *sim) setPartition(p *queueconfig.Partition) {
+	s.part = p
+	s.ledger.Manager().SetConfig(p)
+}
+
+// replay reads the trace to the end, one output line per non-blank line.
+// Lines may be of any length (a config op carries a whole YAML file) and
+// may end in "\r\n"; the last line needs no newline.
+func (s *sim) replay(r *bufio.Reader) error {
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read trace line %d: %w", n, err)
+		}
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte("\ufeff")) // a byte order mark
+		}
+		if !isBlank(line) {
+			if werr := s.enc.Encode(s.apply(n, line)); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// apply carries out one trace line and returns its output line.
+func (s *sim) apply(n int, data []byte) any {
+	l, err := decodeLine(data)
+	if err != nil {
+		return lineError{Line: n, Error: err.Error()}
+	}
+	switch l.Op {
+	case opAllocate:
+		return s.allocate(n, l)
+	case opRelease:
+		return s.release(n, l)
+	case opConfig:
+		return s.config(n, l)
+	case "":
+		return lineError{Line: n, Error: `missing "op" (allocate, release or config)`}
+	default:
+		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release or config)", l.Op)}
+	}
+}
+
+func (s *sim) release(n int, l *traceLine) any {
+	if l.Pod == "" {
+		return lineError{Line: n, Error: `release: missing "pod"`}
+	}
+	_, ok, err := s.ledger.Release(l.Pod)
+	if err != nil {
+		s.logf("line %d: release %s: %v\n", n, l.Pod, err)
+	}
+	return releasedLine{Pod: l.Pod, Released: ok}
+}
+
+func (s *sim) config(n int, l *traceLine) any {
+	if l.Config == nil {
+		return lineError{Line: n, Error: `config: missing "config" (the queue-config YAML text)`}
+	}
+	part, notices, errs := loadPartition([]byte(*l.Config), s.opts.Partition)
+	if errs != nil {
+		return configLine{Config: "rejected", Errors: errs}
+	}
+	s.logNotices(fmt.Sprintf("line %d", n), notices)
+	s.setPartition(part)
+	return configLine{Config: "applied"}
+}
+
+// loadPartition parses and validates a whole config and picks the
+// partition. On failure it returns every problem, one per element.
+func loadPartition(text []byte, name string) (*queueconfig.Partition, []string, []string) {
+	cfg, err := queueconfig.Parse(text)
+	if err != nil {
+		return nil, nil, errorLines(err)
+	}
+	p := cfg.Partition(name)
+	if p == nil {
+		return nil, nil, []string{fmt.Sprintf("partition %q is not in the config", name)}
+	}
+	return p, cfg.Notices, nil
+}
+
+// errorLines returns one problem per element: the parser's own list when
+// it gives one, else its Error() split into lines (one problem per line).
+func errorLines(err error) []string {
+	var list *queueconfig.Errors
+	if errors.As(err, &list) && list.Len() > 0 {
+		return list.Strings()
+	}
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"invalid config"}
+	}
+	return out
+}
+
+func (s *sim) logNotices(where string, notices []string) {
+	for _, note := range notices {
+		s.logf("%s: note: %s\n", where, note)
+	}
+}
+
+func (s *sim) logf(format string, args ...any) {
+	if s.opts.Log != nil {
+		fmt.Fprintf(s.opts.Log, format, args...)
+	}
+}

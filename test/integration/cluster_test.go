@@ -1,0 +1,256 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/component-base/compatibility"
+	"k8s.io/component-base/configz"
+	"k8s.io/component-base/featuregate"
+	fwk "k8s.io/kube-scheduler/framework"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/controller/deployment"
+	"k8s.io/kubernetes/pkg/controller/job"
+	"k8s.io/kubernetes/pkg/controller/replicaset"
+
+	"github.com/userquota/userquota/pkg/plugins/userquota"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// schedulerName is the profile the test scheduler serves.
+const schedulerName = "userquota-scheduler"
+
+// cluster is one test's control plane: an API server on the shared etcd,
+// nodes, and (started on demand) the scheduler and controllers.
+type cluster struct {
+	t          *testing.T
+	ctx        context.Context
+	client     kubernetes.Interface
+	config     *rest.Config
+	kubeconfig string
+	ns         string
+	sched      *runningScheduler
+}
+
+// newCluster starts an API server for t, creates a namespace for the test
+// and nodes with the given capacity.
+func newCluster(t *testing.T, nodes int) *cluster {
+	t.Helper()
+	storage := storagebackend.NewDefaultConfig("/"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nil)
+	storage.Transport.ServerList = []string{etcdURL}
+	server := kubeapiservertesting.StartTestServerOrDie(t, nil,
+		[]string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}, storage)
+	t.Cleanup(server.TearDownFn)
+	cfg := rest.CopyConfig(server.ClientConfig)
+	cfg.QPS, cfg.Burst = 500, 1000
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := &cluster{t: t, ctx: ctx, client: client, config: cfg, ns: "quota-test"}
+	c.kubeconfig = writeKubeconfig(t, cfg)
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < nodes; i++ {
+		node := &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
+			Status: v1.NodeStatus{
+				Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110")},
+				Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110")},
+				Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+			},
+		}
+		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
+		CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// setQueueConfig creates or updates the ConfigMap the plugin reads.
+func (c *cluster) setQueueConfig(yaml string) {
+	c.t.Helper()
+	cm := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "userquota-config"},
+		Data:       map[string]string{"queues.yaml": yaml},
+	}
+	cms := c.client.CoreV1().ConfigMaps(c.ns)
+	if _, err := cms.Get(c.ctx, cm.Name, metav1.GetOptions{}); err == nil {
+		if _, err := cms.Update(c.ctx, cm, metav1.UpdateOptions{}); err != nil {
+			c.t.Fatal(err)
+		}
+		return
+	}
+	if _, err := cms.Create(c.ctx, cm, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// runningScheduler is a scheduler started by startScheduler.
+type runningScheduler struct {
+	plugin *userquota.Plugin
+	stop   func()
+}
+
+// startScheduler runs the scheduler as the binary does (app.Setup, app.Run)
+// with a config in the shape of manifests/scheduler-config.yaml, and waits
+// until the plugin is ready to decide.
+func (c *cluster) startScheduler() *runningScheduler {
+	c.t.Helper()
+	dir := c.t.TempDir()
+	cfgPath := filepath.Join(dir, "scheduler.yaml")
+	config := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: %s
+  plugins:
+    preFilter:
+      enabled:
+      - name: UserQuota
+    reserve:
+      enabled:
+      - name: UserQuota
+  pluginConfig:
+  - name: UserQuota
+    args:
+      configMapNamespace: %s
+      restAddress: ""
+`, c.kubeconfig, schedulerName, c.ns)
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	opts := options.NewOptions()
+	opts.ComponentGlobalsRegistry = compatibility.NewComponentGlobalsRegistry()
+	if err := opts.ComponentGlobalsRegistry.Register(compatibility.DefaultKubeComponent,
+		utilcompatibility.DefaultKubeEffectiveVersionForTest(), featureGateCopy()); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		c.t.Fatal(err)
+	}
+	opts.ConfigFile = cfgPath
+	opts.SecureServing.BindPort = 0
+
+	var mu sync.Mutex
+	var plugin *userquota.Plugin
+	factory := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := userquota.New(ctx, obj, h)
+		if err == nil {
+			mu.Lock()
+			plugin = p.(*userquota.Plugin)
+			mu.Unlock()
+		}
+		return p, err
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(userquota.Name, factory))
+	if err != nil {
+		cancel()
+		c.t.Fatalf("scheduler setup: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := app.Run(ctx, cc, sched); err != nil && ctx.Err() == nil {
+			c.t.Errorf("scheduler stopped: %v", err)
+		}
+	}()
+	var once sync.Once
+	rs := &runningScheduler{plugin: plugin, stop: func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			configz.Delete("componentconfig")
+		})
+	}}
+	c.t.Cleanup(rs.stop)
+	c.sched = rs
+	return rs
+}
+
+// featureGateCopy gives each scheduler its own feature gate, as
+// kube-scheduler's test server does, so two schedulers in one process do
+// not contend on the global one.
+func featureGateCopy() featuregate.MutableVersionedFeatureGate {
+	return utilfeature.DefaultMutableFeatureGate.DeepCopy()
+}
+
+// startControllers runs the job, deployment and replicaset controllers.
+func (c *cluster) startControllers() {
+	c.t.Helper()
+	f := informers.NewSharedInformerFactory(c.client, 0)
+	rs := replicaset.NewReplicaSetController(c.ctx, f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), c.client, 500)
+	dc, err := deployment.NewDeploymentController(c.ctx, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), c.client)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	jc, err := job.NewController(c.ctx, f.Core().V1().Pods(), f.Batch().V1().Jobs(), c.client)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f.Start(c.ctx.Done())
+	go rs.Run(c.ctx, 2)
+	go dc.Run(c.ctx, 2)
+	go jc.Run(c.ctx, 2)
+}
+
+// usage returns a user's usage at root from the running plugin.
+func (rs *runningScheduler) userRoot(user string) *ugm.QueueUsage {
+	u, ok := rs.plugin.Ledger().Manager().User(user)
+	if !ok {
+		return nil
+	}
+	return u.Queues
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func (c *cluster) eventually(what string, timeout time.Duration, cond func() (bool, error)) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		c.t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	}
+}
