@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -67,7 +68,15 @@ func podUser(pod *v1.Pod, defaultUser string) (string, []string, error) {
 		var ui userInfo
 		dec := json.NewDecoder(strings.NewReader(raw))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ui); err != nil {
+		err := dec.Decode(&ui)
+		if err == nil {
+			// Decode reads one value; anything after it makes the
+			// annotation malformed, as json.Unmarshal (YuniKorn) says.
+			if _, terr := dec.Token(); terr != io.EOF {
+				err = errors.New("unexpected data after the JSON object")
+			}
+		}
+		if err != nil {
 			return "", nil, fmt.Errorf("annotation %s is not valid user info JSON ({\"user\":\"name\",\"groups\":[...]}): %v", key, err)
 		}
 		if strings.TrimSpace(ui.User) == "" {
