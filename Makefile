@@ -9,7 +9,7 @@ FUZZTIME ?= 20s
 # binary linking a whole API server) runs without it.
 PKGS     := ./pkg/... ./cmd/...
 
-.PHONY: all help build test test-unit test-integration fuzz bench lint clean tools run down demo
+.PHONY: all help build test test-unit test-integration test-local fuzz bench lint clean tools run down demo
 
 all: build
 
@@ -20,13 +20,24 @@ build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/userquota-scheduler ./cmd/scheduler
 	$(GO) build -o $(BIN)/userquotactl ./cmd/userquotactl
 
-test: lint test-unit fuzz test-integration ## every test tier that needs no Docker (what CI runs)
+# The test tiers `make test` runs, in order; each prints a timing line.
+TEST_STAGES ?= lint test-unit fuzz test-integration test-local
+
+test: ## every test tier that needs no Docker (what CI runs), with a timing line per stage
+	@for stage in $(TEST_STAGES); do \
+	  start=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$stage || { echo "== stage $$stage FAILED after $$(( $$(date +%s) - start ))s"; exit 1; }; \
+	  echo "== stage $$stage: $$(( $$(date +%s) - start ))s"; \
+	done
 
 test-unit: ## unit, golden, differential and concurrency tests, with -race
 	$(GO) test -race -count=1 $(PKGS)
 
 test-integration: ## scheduler + plugin against a real kube-apiserver and etcd, in process
 	$(GO) test -count=1 -timeout 20m ./test/integration
+
+test-local: ## make run + make demo + make down, checking the verdicts (builds the tools)
+	hack/smoke-local.sh
 
 fuzz: ## fuzz the queue-config parser for FUZZTIME
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./pkg/queueconfig
