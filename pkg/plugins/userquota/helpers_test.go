@@ -23,12 +23,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
@@ -144,10 +145,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 
 	e := &env{
-		t:         t,
-		ctx:       ctx,
-		cs:        cs,
-		informers: informers.NewSharedInformerFactory(cs, 0),
+		t:   t,
+		ctx: ctx,
+		cs:  cs,
+		// The informer factory kube-scheduler hands its framework (its pod
+		// informer leaves out terminal pods where the API server filters).
+		informers: scheduler.NewInformerFactory(cs, 0),
 		activator: &recordingActivator{},
 		recorder:  &recordingRecorder{},
 		watches:   w,
@@ -313,7 +316,12 @@ func (e *env) barrier() {
 // setConfig creates or updates the queue config ConfigMap.
 func (e *env) setConfig(yaml string) {
 	e.t.Helper()
-	cm := configMap(yaml)
+	e.writeConfigMap(configMap(yaml))
+}
+
+// writeConfigMap creates or updates a ConfigMap.
+func (e *env) writeConfigMap(cm *v1.ConfigMap) {
+	e.t.Helper()
 	_, err := e.cs.CoreV1().ConfigMaps(cm.Namespace).Update(e.ctx, cm, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = e.cs.CoreV1().ConfigMaps(cm.Namespace).Create(e.ctx, cm, metav1.CreateOptions{})
@@ -484,18 +492,10 @@ func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	if probe != nil {
 		seen = probe()
 	}
-	defer func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if probe != nil {
-			a.probes = append(a.probes, seen)
-		}
-	}()
 	keys := make([]string, 0, len(pods))
 	for k, p := range pods {
 		if k != p.Namespace+"/"+p.Name {
-			keys = append(keys, "BAD KEY "+k)
-			continue
+			k = "BAD KEY " + k
 		}
 		keys = append(keys, k)
 	}
@@ -503,6 +503,9 @@ func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, keys)
+	if probe != nil {
+		a.probes = append(a.probes, seen)
+	}
 }
 
 // activated returns every pod key activated so far, sorted, each once.

@@ -112,6 +112,16 @@ func TestPodRequest(t *testing.T) {
 			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
 		},
 		{
+			name:    "trailing data after the user info JSON is refused",
+			pod:     base().Annotation(AnnotationUserInfo, `{"user":"sue"} {"user":"root"}`).Obj(),
+			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
+		},
+		{
+			name:    "an empty user info annotation is refused",
+			pod:     base().Annotation("yunikorn.apache.org/user.info", ``).Obj(),
+			wantErr: "annotation yunikorn.apache.org/user.info is not valid user info JSON",
+		},
+		{
 			name:    "user info without a user is refused",
 			pod:     base().Annotation(AnnotationUserInfo, `{"groups":["dev"]}`).Obj(),
 			wantErr: "annotation userquota.io/user-info has no user",
@@ -165,6 +175,18 @@ func TestPodRequest(t *testing.T) {
 			pod:  base().Label(LabelQueue, "b.x").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.b.x", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "queue names are case-insensitive",
+			pod:  base().Label(LabelQueue, "Only").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
+			name: "full paths are case-insensitive",
+			pod:  base().Label(LabelQueue, "ROOT.Sandbox").Obj(),
+			cfg:  tree,
+			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name:    "ambiguous leaf name is an error listing the candidates",

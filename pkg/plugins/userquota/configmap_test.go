@@ -1,0 +1,271 @@
+package userquota
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// roomierConfig is sandboxConfig with sue's limit raised to 3 cpu and a
+// new leaf queue, newq.
+const roomierConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+    - name: sandbox
+      maxapplications: 3
+      resources:
+        max: {vcore: 4}
+      limits:
+      - limit: sue
+        users: [sue]
+        maxresources: {vcore: 3}
+      - limit: dev
+        groups: [dev]
+        maxresources: {vcore: 3}
+    - name: open
+    - name: newq
+    - name: parent
+      queues:
+      - name: leaf
+`
+
+const cmRef = "*v1.ConfigMap " + DefaultConfigMapNamespace + "/" + DefaultConfigMapName
+
+// refusedUnderSandbox sets up the scene the reload tests change: sue holds
+// 2 cpu (her limit), sue-waits is refused for it and newq-waits for a
+// queue the config does not have.
+func refusedUnderSandbox(t *testing.T, e *env) (sueWaits, newqWaits *v1.Pod) {
+	t.Helper()
+	held := userPod("held", "sue", "", "sandbox", "2")
+	e.mustSchedule(held)
+	e.bind(held)
+	sueWaits = userPod("sue-waits", "sue", "", "sandbox", "1")
+	newqWaits = userPod("newq-waits", "bob", "", "newq", "1")
+	for p, want := range map[*v1.Pod]string{
+		sueWaits:  `user "sue" would exceed maxresources in root.sandbox: cpu 2+1 > 2`,
+		newqWaits: `queue "newq" (from label userquota.io/queue) does not exist in the queue config`,
+	} {
+		if _, s := e.preFilter(p); s.Message() != want {
+			t.Fatalf("PreFilter(%s) = %v, want %q", p.Name, s, want)
+		}
+	}
+	e.barrier()
+	return sueWaits, newqWaits
+}
+
+// TestConfigReloadValid: a valid new version is put in force in one step;
+// usage is kept, the refused pods are activated, and now fit.
+func TestConfigReloadValid(t *testing.T) {
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	sueWaits, newqWaits := refusedUnderSandbox(t, e)
+	before := snapshot(e.pl)
+	e.activator.reset()
+
+	e.setConfig(roomierConfig)
+	e.waitConfig(roomierConfig)
+	e.waitFor("the refused pods to be activated", func() bool { return len(e.activator.activated()) == 2 })
+	if diff := cmp.Diff([]string{"ns1/newq-waits", "ns1/sue-waits"}, e.activator.activated()); diff != "" {
+		t.Errorf("activated (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, snapshot(e.pl)); diff != "" {
+		t.Errorf("usage changed by the reload (-before,+after):\n%s", diff)
+	}
+	applied := e.recorder.list(ReasonConfigApplied)
+	if len(applied) != 2 || applied[1].Regarding != cmRef || applied[1].Type != v1.EventTypeNormal {
+		t.Errorf("QueueConfigApplied events = %+v, want one at start and one now, Normal, on %s", applied, cmRef)
+	}
+	for _, p := range []*v1.Pod{sueWaits, newqWaits} {
+		if s := e.schedule(p); !s.IsSuccess() {
+			t.Errorf("scheduling %s after the reload: %v", p.Name, s)
+		}
+	}
+	if got := userUsage(e.pl, "sue")["cpu"]; got != 3000 {
+		t.Errorf("sue's cpu = %d, want 3000", got)
+	}
+}
+
+// TestConfigReloadUnchanged: a ConfigMap update that leaves the queue
+// config as it was (a resync, another key) changes nothing and activates
+// nothing.
+func TestConfigReloadUnchanged(t *testing.T) {
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	refusedUnderSandbox(t, e)
+	e.activator.reset()
+	cm := configMap(sandboxConfig)
+	cm.Data["notes"] = "unrelated"
+	e.writeConfigMap(cm)
+	// Barrier on the ConfigMap informer: an invalid version after it.
+	e.setConfig("partitions: [")
+	e.waitFor("the InvalidQueueConfig event", func() bool { return len(e.recorder.list(ReasonInvalidConfig)) == 1 })
+	if got := e.activator.activated(); len(got) != 0 {
+		t.Errorf("activated %v on an unchanged config", got)
+	}
+	if n := len(e.recorder.list(ReasonConfigApplied)); n != 1 {
+		t.Errorf("%d QueueConfigApplied events, want only the one at start", n)
+	}
+}
+
+// TestConfigReloadInvalid: an invalid version changes nothing and raises a
+// Warning event on the ConfigMap saying why.
+func TestConfigReloadInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		cm   func() *v1.ConfigMap
+		// wantNote are substrings of the event's note.
+		wantNote []string
+	}{
+		{
+			name:     "malformed YAML",
+			cm:       func() *v1.ConfigMap { return configMap("partitions: [\n") },
+			wantNote: []string{`key "queues.yaml": line 1: invalid YAML`},
+		},
+		{
+			name: "unknown key",
+			cm: func() *v1.ConfigMap {
+				return configMap(strings.Replace(roomierConfig, "- name: newq", "- name: newq\n      maxapps: 3", 1))
+			},
+			wantNote: []string{`unknown key "maxapps"`},
+		},
+		{
+			name: "a user limit above the queue max",
+			cm: func() *v1.ConfigMap {
+				return configMap(strings.Replace(roomierConfig, "maxresources: {vcore: 3}", "maxresources: {vcore: 30}", 1))
+			},
+			wantNote: []string{`limit "sue" on root.sandbox: maxresources cpu 30 is above the queue's max cpu 4`},
+		},
+		{
+			name: "the key is missing",
+			cm: func() *v1.ConfigMap {
+				cm := configMap("")
+				cm.Data = map[string]string{"queue.yaml": roomierConfig}
+				return cm
+			},
+			wantNote: []string{`has no key "queues.yaml"`, "queue.yaml"},
+		},
+		{
+			name: "the partition is missing",
+			cm: func() *v1.ConfigMap {
+				return configMap(strings.Replace(roomierConfig, "name: default\n  queues", "name: gpu\n  queues", 1))
+			},
+			wantNote: []string{`no partition "default"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{config: sandboxConfig})
+			sueWaits, newqWaits := refusedUnderSandbox(t, e)
+			before := snapshot(e.pl)
+			checksum := e.pl.Config().Checksum
+			e.activator.reset()
+
+			e.writeConfigMap(tc.cm())
+			e.waitFor("the InvalidQueueConfig event", func() bool { return len(e.recorder.list(ReasonInvalidConfig)) > 0 })
+			evs := e.recorder.list(ReasonInvalidConfig)
+			if len(evs) != 1 || evs[0].Type != v1.EventTypeWarning || evs[0].Regarding != cmRef {
+				t.Fatalf("events = %+v, want one Warning InvalidQueueConfig on %s", evs, cmRef)
+			}
+			for _, s := range tc.wantNote {
+				if !strings.Contains(evs[0].Note, s) {
+					t.Errorf("event note %q does not say %q", evs[0].Note, s)
+				}
+			}
+			if got := e.pl.Config().Checksum; got != checksum {
+				t.Errorf("config in force changed to %s", got)
+			}
+			for _, p := range []*v1.Pod{sueWaits, newqWaits} {
+				if _, s := e.preFilter(p); s.Code() != fwk.UnschedulableAndUnresolvable {
+					t.Errorf("PreFilter(%s) = %v, want still refused", p.Name, s)
+				}
+			}
+			if got := e.activator.activated(); len(got) != 0 {
+				t.Errorf("activated %v on an invalid config", got)
+			}
+			if diff := cmp.Diff(before, snapshot(e.pl)); diff != "" {
+				t.Errorf("usage changed (-before,+after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigDeleted: deleting the ConfigMap keeps the last good config.
+func TestConfigDeleted(t *testing.T) {
+	tests := []struct {
+		name   string
+		delete func(e *env)
+	}{
+		{
+			name: "delete event",
+			delete: func(e *env) {
+				if err := e.cs.CoreV1().ConfigMaps(DefaultConfigMapNamespace).Delete(e.ctx, DefaultConfigMapName, metav1.DeleteOptions{}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "tombstone",
+			delete: func(e *env) {
+				e.pl.onConfigMapDelete(klog.FromContext(e.ctx), cache.DeletedFinalStateUnknown{Key: "x", Obj: configMap(sandboxConfig)})
+				e.pl.onConfigMapDelete(klog.FromContext(e.ctx), "not a ConfigMap")
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{config: sandboxConfig})
+			sueWaits, _ := refusedUnderSandbox(t, e)
+			checksum := e.pl.Config().Checksum
+			tc.delete(e)
+			// Barrier on the ConfigMap informer: an invalid version
+			// created after the delete.
+			e.setConfig("partitions: [")
+			e.waitFor("the InvalidQueueConfig event", func() bool { return len(e.recorder.list(ReasonInvalidConfig)) == 1 })
+			if c := e.pl.Config(); c == nil || c.Checksum != checksum {
+				t.Errorf("config in force = %v, want the last good one", c)
+			}
+			want := statusOf{Code: fwk.UnschedulableAndUnresolvable, Message: `user "sue" would exceed maxresources in root.sandbox: cpu 2+1 > 2`}
+			_, s := e.preFilter(sueWaits)
+			if diff := cmp.Diff(want, summary(s)); diff != "" {
+				t.Errorf("PreFilter after the delete (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigMissingAtStart: without the ConfigMap there are no limits but
+// usage is tracked; when it appears its limits apply to new pods and the
+// usage so far is kept.
+func TestConfigMissingAtStart(t *testing.T) {
+	running := userPod("running", "sue", "", "sandbox", "3")
+	running.Spec.NodeName = testNode
+	e := newEnv(t, envOptions{objects: []runtime.Object{running}})
+	if c := e.pl.Config(); c != nil {
+		t.Fatalf("config in force = %v, want none", c)
+	}
+	big := userPod("big", "sue", "", "sandbox", "10")
+	e.mustSchedule(big)
+	if diff := cmp.Diff(sueIn(13000, 2, []string{"ns1/pod/uid-big", "ns1/pod/uid-running"}, "uid-big", "uid-running"), snapshot(e.pl)); diff != "" {
+		t.Errorf("usage without a config (-want,+got):\n%s", diff)
+	}
+
+	e.setConfig(sandboxConfig)
+	e.waitConfig(sandboxConfig)
+	want := statusOf{Code: fwk.UnschedulableAndUnresolvable, Message: `user "sue" would exceed maxresources in root.sandbox: cpu 13+100m > 2`}
+	_, s := e.preFilter(userPod("small", "sue", "", "sandbox", "100m"))
+	if diff := cmp.Diff(want, summary(s)); diff != "" {
+		t.Errorf("PreFilter once the config exists (-want,+got):\n%s", diff)
+	}
+	if got := userUsage(e.pl, "sue")["cpu"]; got != 13000 {
+		t.Errorf("sue's cpu = %d, want 13000 (usage kept)", got)
+	}
+}
