@@ -8,6 +8,13 @@ FUZZTIME ?= 20s
 # Unit tiers run under the race detector; the integration tier (one test
 # binary linking a whole API server) runs without it.
 PKGS     := ./pkg/... ./cmd/...
+# How `make build` builds the binaries. The Dockerfile runs `make build`, so
+# the image holds the binary a local build makes: static (CGO_ENABLED=0, the
+# runtime image has no libc), no local paths or VCS stamp in it (-trimpath,
+# -buildvcs=false), so the same sources and Go version give the same bytes
+# in any checkout.
+BUILD_ENV   := CGO_ENABLED=0
+BUILD_FLAGS := -trimpath -buildvcs=false
 
 .PHONY: all help build test test-unit test-integration test-local fuzz bench lint clean tools run down demo
 
@@ -17,8 +24,8 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build the binaries into bin/
-	$(GO) build -o $(BIN)/userquota-scheduler ./cmd/scheduler
-	$(GO) build -o $(BIN)/userquotactl ./cmd/userquotactl
+	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/userquota-scheduler ./cmd/scheduler
+	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/userquotactl ./cmd/userquotactl
 
 # The test tiers `make test` runs, in order; each prints a timing line.
 TEST_STAGES ?= lint test-unit fuzz test-integration test-local
@@ -66,3 +73,37 @@ down: ## stop a `make run` started from another shell and remove its state
 
 demo: ## against a running `make run`: pods as several users, what was scheduled and what was refused
 	hack/demo.sh
+
+# Container image (docs/install.md; hack/e2e-kind.sh builds it too). Needs
+# Docker; not run in CI (no container engine there).
+IMAGE ?= userquota-scheduler:dev
+DOCKER ?= docker
+
+.PHONY: image
+
+image: ## build the container image IMAGE (needs Docker; not run in CI)
+	$(DOCKER) build -t $(IMAGE) .
+
+# Scheduling throughput with and without UserQuota, and recovery
+# (docs/throughput.md). Not part of `make test`: the full run takes about
+# 35 minutes on 2 cores. The harness (test/perf) runs etcd and a
+# kube-apiserver in its test process and bin/userquota-scheduler as a
+# subprocess; the tables (throughput.md, recovery.md), the raw samples
+# (.json) and the scheduler's /metrics of every run go to BENCH_OUT.
+BENCH_OUT  ?= _output/bench
+BENCH_RUNS ?= 5
+PERF_BIN    = -perf -scheduler=$(abspath $(BIN))/userquota-scheduler
+
+.PHONY: bench-scheduler bench-scheduler-smoke
+
+bench-scheduler: build ## throughput (1000 nodes, 10000 pods, 3 cases x BENCH_RUNS) and recovery (100k pods) into BENCH_OUT (~35 min)
+	mkdir -p $(BENCH_OUT)
+	$(GO) test -run='^$$' -bench=Recovery -benchtime=3x -count=1 ./pkg/plugins/userquota > $(BENCH_OUT)/recovery-go.txt 2>&1; \
+	  status=$$?; grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|FAIL)' $(BENCH_OUT)/recovery-go.txt; exit $$status
+	cd test/perf && $(GO) test -count=1 -timeout=3h -run='^(TestThroughput|TestRecovery)$$' -args $(PERF_BIN) \
+	  -out=$(abspath $(BENCH_OUT)) -nodes=1000 -pods=10000 -users=1000 -queues=100 -runs=$(BENCH_RUNS) -recovery-pods=100000
+
+bench-scheduler-smoke: build ## the benchmark harness on 100 nodes, 1000 pods, one run per case, 2000-pod recovery (CI smoke, no timing assertion)
+	cd test/perf && $(GO) test -count=1 -timeout=10m -run='^(TestWorkload|TestThroughput|TestRecovery)$$' -args $(PERF_BIN) \
+	  -out=$(abspath $(BENCH_OUT))-smoke -nodes=100 -pods=1000 -users=100 -queues=10 -runs=1 -warmup=false \
+	  -recovery-pods=2000 -recovery-runs=1

@@ -343,15 +343,21 @@ fi
 
 # ----------------------------------------------------------- scheduler --
 # With --config, kube-scheduler ignores --kubeconfig: the path has to be in
-# clientConnection.kubeconfig, so the config is copied and that key set.
+# clientConnection.kubeconfig, so the config is copied and that key set (and
+# leaderElect set to false, which --leader-elect=false also forces).
 set_kubeconfig_in() { # SRC DST KUBECONFIG REST_ADDRESS
   grep -Eq '^kind:[[:space:]]*KubeSchedulerConfiguration[[:space:]]*$' "$1" ||
     die "$1 is not a KubeSchedulerConfiguration (kind: KubeSchedulerConfiguration at top level)"
   awk -v kc="$3" -v rest="$4" '
     function flush_cc() { if (in_cc && !done) { print cc_indent "kubeconfig: " kc; done = 1 } in_cc = 0 }
     # The plugin usage REST API: on loopback at a free port, not on every
-    # interface at its default :9089.
+    # interface at its default :9089; plain HTTP without authentication
+    # (loopback only), and no leader election (one scheduler, --leader-elect=false).
     /^[[:space:]]+restAddress:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "restAddress: \"" rest "\""; next }
+    /^[[:space:]]+restAuth:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "restAuth: false"; next }
+    /^[[:space:]]+leaderElectionLease:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "leaderElectionLease: \"\""; next }
+    # One process here: no leader election (the production config has it on).
+    /^[[:space:]]+leaderElect:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "leaderElect: false"; next }
     /^clientConnection:[[:space:]]*(#.*)?$/ { print; in_cc = 1; cc_indent = ""; next }
     /^clientConnection:/ { print "set_kubeconfig_in: clientConnection must be a block mapping" > "/dev/stderr"; exit 3 }
     in_cc && /^[[:space:]]*(#.*)?$/ { print; next }

@@ -1,6 +1,7 @@
 // Command userquotactl checks YuniKorn queue configs and replays pod traces
 // against them with the scheduler's own quota code, so an operator can see
-// what a config will admit and refuse before rolling it out.
+// what a config will admit and refuse before rolling it out, and shows the
+// live usage a running scheduler serves.
 package main
 
 import (
@@ -18,11 +19,13 @@ const (
 	exitBadArgs = 2 // the command line is wrong
 )
 
-const usage = `userquotactl checks YuniKorn queue configs and replays pod traces against them.
+const usage = `userquotactl checks YuniKorn queue configs, replays pod traces against them
+and shows a scheduler's live usage.
 
 Usage:
   userquotactl validate FILE
   userquotactl simulate --config FILE --trace FILE [--partition NAME]
+  userquotactl usage --server URL [--user NAME | --group NAME] [-o tree|json]
   userquotactl help
 
 Commands:
@@ -34,11 +37,27 @@ Commands:
             trace line, then a usage snapshot. Exit 0 when the trace was read
             to the end, whatever was decided; 1 when a file cannot be read or
             the config is invalid (its problems on stderr).
+  usage     Show the live usage from the scheduler's REST API: the queues,
+            every user and every group (or one, with --user or --group), as
+            tables of usage/limit (percent) per resource; rows at or over 90%
+            of a limit start with "!". Exit 1 when the server cannot be read
+            or does not know the user or group.
 
 Flags for simulate:
   --config FILE     the initial queue config (required)
   --trace FILE      the trace, one JSON object per line (required)
   --partition NAME  the config partition to enforce (default "default")
+
+Flags for usage:
+  --server URL                 the REST API, e.g. http://127.0.0.1:9089 (required)
+  --user NAME | --group NAME   one user or one group (default: everything)
+  -o tree|json                 tables (default), or the server's JSON
+  --partition NAME             the partition (default "default")
+  --token TOKEN                bearer token (a server with restAuth: true)
+  --token-file FILE            read the bearer token from FILE
+  --ca-file FILE               CA certificates to verify an https server with
+  --insecure-skip-tls-verify   do not verify the https server's certificate
+  --timeout DURATION           per request (default 10s)
 
 Exit code 2 means the command line was wrong.
 `
@@ -58,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runValidate(rest, stdout, stderr)
 	case "simulate":
 		return runSimulate(rest, stdout, stderr)
+	case "usage":
+		return runUsage(rest, stdout, stderr)
 	default:
 		return badArgs(stderr, fmt.Sprintf("unknown command %q", cmd))
 	}

@@ -80,7 +80,7 @@ func TestRun(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: []string{`unknown command "frobnicate"`, "Usage:"}, noStdout: true},
 
 		{name: "validate valid", args: []string{"validate", f["valid.yaml"]}, code: 0,
-			stdout: []string{"valid: 1 partition, 3 queues, 2 limits"}, stdoutRows: 1},
+			stdout: []string{"valid: 1 partition, 3 queues, 2 limits", "note: partitions[0]: no queue sets submitacl"}, stdoutRows: 2},
 		{name: "validate invalid", args: []string{"validate", f["invalid.yaml"]}, code: 1,
 			stdout: []string{"colour", "\n", "limits[0]"}, stdoutRows: 2},
 		{name: "validate missing file", args: []string{"validate", f["missing"]}, code: 1,

@@ -106,6 +106,9 @@ func (pb *partBuild) add(rq *rawQueue, parent *Queue) *Queue {
 	q.Properties = rq.properties
 	q.AdminACL = rq.adminACL
 	q.SubmitACL = rq.submitACL
+	if rq.submitSet {
+		pb.part.SubmitACLSet = true
+	}
 	q.ChildTemplate = rq.childTemplate
 	pb.meta[q] = &queueMeta{raw: rq, p: rq.p, limits: rq.limits}
 	pb.order = append(pb.order, q)

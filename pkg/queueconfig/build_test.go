@@ -185,9 +185,10 @@ func TestChecksumAndNotices(t *testing.T) {
 	if cfg.Checksum != hex.EncodeToString(sum[:]) {
 		t.Errorf("checksum %s", cfg.Checksum)
 	}
+	// Placement rules and ACLs are acted on; what remains is that no queue
+	// sets submitacl, so ACL checks are off.
 	want := []string{
-		"partitions[0].placementrules: accepted, not enforced yet",
-		"partitions[0].queues[0].queues[0].adminacl: accepted, not enforced yet (and 2 more)",
+		"partitions[0]: " + noticeNoACL,
 	}
 	if !reflect.DeepEqual(cfg.Notices, want) {
 		t.Errorf("notices:\n%q\nwant\n%q", cfg.Notices, want)
@@ -197,8 +198,12 @@ func TestChecksumAndNotices(t *testing.T) {
 	if got := cfg.Notices[1]; got != "partitions[0].queues[0].queues[0].resources.guaranteed: kept for elastic quotas; not enforced yet (and 3 more)" {
 		t.Errorf("guaranteed notice: %q", got)
 	}
-	cfg = mustParse(t, underRoot(""))
+	cfg = mustParse(t, underRoot("        submitacl: '*'\n"))
 	if len(cfg.Notices) != 0 {
 		t.Errorf("plain config has notices: %q", cfg.Notices)
+	}
+	cfg = mustParse(t, underRoot(""))
+	if want := []string{"partitions[0]: " + noticeNoACL}; !reflect.DeepEqual(cfg.Notices, want) {
+		t.Errorf("config without submitacl: notices %q, want %q", cfg.Notices, want)
 	}
 }

@@ -4,12 +4,16 @@ import "fmt"
 
 // Keys of YuniKorn's config that we accept, so that a YuniKorn config loads
 // unchanged, but do not act on yet. Each kind is reported once at load, so
-// an operator knows the setting is not in force.
+// an operator knows the setting is not in force. So is the one place where
+// we act differently from YuniKorn on purpose at load: a partition without
+// any submitacl has submit ACL checks off (docs/placement.md).
 
 const (
 	noticeAccepted   = "accepted, not enforced yet"
 	noticeGuaranteed = "kept for elastic quotas; not enforced yet"
 	noticeChecksum   = "ignored: the config's checksum is computed from its text"
+	noticeNoACL      = "no queue sets submitacl, so submit ACL checks are off " +
+		"(YuniKorn would refuse every pod; the first submitacl turns checks on)"
 )
 
 // notices collects one notice per kind, naming the first place it appears.
@@ -51,8 +55,9 @@ func collectNotices(rc *rawConfig) []string {
 		n.add("checksum", rc.checksum.path, noticeChecksum)
 	}
 	for _, rp := range rc.partitions {
-		if rp.placementRules {
-			n.add("placementrules", rp.rulesP.path, noticeAccepted)
+		if !anySubmitACL(rp.queues) {
+			// One per partition: each has its own ACLs.
+			n.add("nosubmitacl "+rp.p.path, rp.p.path, noticeNoACL)
 		}
 		if rp.preemptionSet {
 			n.add("preemption", rp.preemptionP.path, noticeAccepted)
@@ -65,15 +70,6 @@ func collectNotices(rc *rawConfig) []string {
 		}
 		var walk func(q *rawQueue)
 		walk = func(q *rawQueue) {
-			if q.adminSet {
-				n.add("adminacl", q.adminACLP.path, noticeAccepted)
-			}
-			if q.submitSet {
-				n.add("submitacl", q.submitACLP.path, noticeAccepted)
-			}
-			if q.childTemplate != nil {
-				n.add("childtemplate", q.childTemplateP.path, noticeAccepted)
-			}
 			if len(q.properties) > 0 {
 				n.add("properties", q.propertiesP.path, noticeAccepted)
 			}
@@ -89,4 +85,14 @@ func collectNotices(rc *rawConfig) []string {
 		}
 	}
 	return n.list()
+}
+
+// anySubmitACL reports whether any queue of the tree sets submitacl.
+func anySubmitACL(queues []*rawQueue) bool {
+	for _, q := range queues {
+		if q.submitSet || anySubmitACL(q.queues) {
+			return true
+		}
+	}
+	return false
 }

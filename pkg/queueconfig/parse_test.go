@@ -175,8 +175,8 @@ func TestNullMeansNotSet(t *testing.T) {
 	if a == nil || a.Max != nil || a.Guaranteed != nil || a.ChildTemplate != nil || p.Root.ChildTemplate != nil {
 		t.Errorf("queue a: %+v", a)
 	}
-	if len(cfg.Notices) != 0 {
-		t.Errorf("null keys gave notices: %q", cfg.Notices)
+	if len(cfg.Notices) != 1 || !strings.HasSuffix(cfg.Notices[0], noticeNoACL) {
+		t.Errorf("null keys gave notices (want only the one about submitacl): %q", cfg.Notices)
 	}
 }
 
@@ -242,7 +242,7 @@ func TestChecksumKey(t *testing.T) {
 	if len(cfg.Checksum) != 64 || cfg.Checksum == "0123ABCD" {
 		t.Errorf("checksum %q: want the sha256 of the text", cfg.Checksum)
 	}
-	if len(cfg.Notices) != 1 || !strings.HasPrefix(cfg.Notices[0], "checksum: ignored") {
+	if len(cfg.Notices) != 2 || !strings.HasPrefix(cfg.Notices[0], "checksum: ignored") {
 		t.Errorf("notices: %q", cfg.Notices)
 	}
 }

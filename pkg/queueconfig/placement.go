@@ -6,9 +6,8 @@ import (
 	"strings"
 )
 
-// Placement rules are parsed and checked now, although we do not place
-// pods with them yet, so that a config YuniKorn would refuse is refused
-// here too, and a later placement issue finds them already validated.
+// Placement rules are checked as YuniKorn checks them, so that a config
+// YuniKorn would refuse is refused here too; pkg/placement runs them.
 
 // checkPlacementRules applies YuniKorn's placement rule checks: rule names,
 // filters, and the fixed part of each rule chain against the queue tree.

@@ -10,7 +10,8 @@ type Config struct {
 	// Checksum is the hex SHA-256 of the YAML text the config was parsed from.
 	Checksum string
 	// Notices lists keys that were accepted but are not acted on yet
-	// ("partitions[0].placementrules: accepted, not enforced yet"), one each.
+	// ("partitions[0].preemption: accepted, not enforced yet"), one each,
+	// and each partition whose submit ACL checks are off (no submitacl).
 	Notices []string
 }
 
@@ -21,7 +22,11 @@ type Partition struct {
 	// under an implicit root; partition-level limits were copied onto it.
 	Root *Queue
 
-	PlacementRules    []PlacementRule
+	PlacementRules []PlacementRule
+	// SubmitACLSet is true when any queue of the partition sets submitacl
+	// (even to ""). Without one, submit ACL checks are off: see
+	// docs/placement.md.
+	SubmitACLSet      bool
 	Preemption        PartitionPreemption
 	NodeSortPolicy    NodeSortPolicy
 	UserGroupResolver UserGroupResolver

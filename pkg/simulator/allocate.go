@@ -21,7 +21,8 @@ const (
 // charges `pods: 1`, so a pods limit caps the number of pods.
 var onePod = resources.FromMap(map[string]int64{resources.Pods: 1})
 
-// allocate charges a pod through the ledger, as the plugin's Reserve does.
+// allocate places a pod and charges it through the ledger, as the plugin's
+// PreFilter and Reserve do.
 func (s *sim) allocate(n int, l *traceLine) any {
 	req, err := allocateRequest(l)
 	if err != nil {
@@ -32,11 +33,19 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	if _, live := s.ledger.Get(l.Pod); live {
 		return podError{Pod: l.Pod, Error: "already allocated"}
 	}
-	if req.Queue, err = resolveQueue(req.Queue, s.part); err == nil {
+	placed, err := s.place(&req, l)
+	if err == nil {
+		req.Queue, req.Create = placed.Queue, placed.Create
 		err = s.ledger.Allocate(l.Pod, req)
 	}
 	if err == nil {
-		return allowed{Pod: l.Pod, Allowed: true}
+		out := allowed{Pod: l.Pod, Allowed: true}
+		// The contract names the queue only when placement chose it: the
+		// line names none, or rules decided (they may override the name).
+		if l.Queue == "" || s.policy.HasRules() {
+			out.Queue = placed.Queue
+		}
+		return out
 	}
 	if errors.Is(err, ledger.ErrAlreadyAllocated) {
 		return podError{Pod: l.Pod, Error: "already allocated"}
@@ -70,9 +79,6 @@ func allocateRequest(l *traceLine) (ugm.Request, error) {
 	if err := vec.Add(onePod); err != nil {
 		return ugm.Request{}, fmt.Errorf("resources: %w", err)
 	}
-	if l.Queue == "" {
-		return ugm.Request{}, errors.New(`missing "queue" (placement rules are not supported yet)`)
-	}
 	user := defaultUser
 	if l.User != nil {
 		// The plugin refuses user info naming no user rather than guess.
@@ -83,7 +89,6 @@ func allocateRequest(l *traceLine) (ugm.Request, error) {
 	req := ugm.Request{
 		User:      user,
 		Groups:    l.Groups,
-		Queue:     l.Queue,
 		App:       ugm.AppKey{Namespace: l.Namespace, ID: l.App},
 		Resources: vec,
 	}

@@ -26,12 +26,19 @@
 //   - Pod names identify pods across the whole trace (they stand for the
 //     pod UIDs the scheduler keys its ledger by); the namespace only scopes
 //     the application id.
-//   - "labels" are accepted and, until placement rules exist, ignored.
-//   - A queue is resolved as the plugin resolves a pod's queue label: a
-//     path from root as given, a bare name as root.NAME if that exists,
-//     else as the one leaf of that name (see resolveQueue). The output does
-//     not add "queue" for a resolved name: the contract adds it only when
-//     placement rules chose the queue.
+//   - A line is placed as the plugin places a pod (pkg/placement): with
+//     the config's placement rules, in order, "queue" being the provided
+//     queue, "namespace" and "labels" feeding tag rules (a line has no
+//     annotations), and submit ACLs checked; without rules, the named
+//     queue resolved as a pod's queue label (a path from root as given, a
+//     bare name as root.NAME if that exists, else as the one leaf of that
+//     name), else root.default, the plugin's default defaultQueue.
+//   - The allow line carries "queue" when placement chose the queue: the
+//     line names none, or the config has placement rules (which may put the
+//     pod elsewhere than the queue it names). A named queue resolved
+//     without rules is not repeated.
+//   - A queue a rule created (a dynamic queue) stays while it holds a pod,
+//     across config lines too, and shows in the snapshot like any queue.
 //   - "resources": {} is a request for nothing but the pod itself (pods: 1);
 //     "resources": null is the same as a missing "resources".
 //   - A "pods" entry in "resources" is added to, not replaced by, the pod's

@@ -5,8 +5,9 @@ import "github.com/userquota/userquota/pkg/ugm"
 // The output lines. Field order is key order, so each struct is the
 // contract's line shape; omitempty drops the keys a line does not carry.
 
-// allowed is {"pod":"p1","allowed":true}. Queue is set only when placement
-// chose the queue (not yet: the trace must name it).
+// allowed is {"pod":"p1","allowed":true}, with "queue" after it only when
+// placement chose the queue (the line names none, or placement rules are
+// configured).
 type allowed struct {
 	Pod     string `json:"pod"`
 	Allowed bool   `json:"allowed"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -76,15 +77,15 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 type sim struct {
 	opts   Options
 	ledger *ledger.Ledger
-	// part is the partition in force, for resolving queue names.
-	part *queueconfig.Partition
-	enc  *json.Encoder
+	// policy is the placement of the partition in force.
+	policy *placement.Policy
+	enc    *json.Encoder
 }
 
-// setPartition puts a validated partition in force, in ugm and for queue
-// name resolution, as the plugin swaps its config.
+// setPartition puts a validated partition in force, in ugm and for
+// placement, as the plugin swaps its config.
 func (s *sim) setPartition(p *queueconfig.Partition) {
-	s.part = p
+	s.policy = placement.New(p, defaultQueue)
 	s.ledger.Manager().SetConfig(p)
 }
 

@@ -26,6 +26,110 @@ type allocation struct {
 type model struct {
 	cfg  *queueconfig.Partition
 	live []allocation
+	// kinds says what each queue outside the config that exists (holds a
+	// live allocation in its subtree) was created as: kindDynLeaf or
+	// kindDynParent by a request that may create it, else kindUnconf.
+	kinds map[string]string
+}
+
+const (
+	kindDynLeaf   = "dynamic leaf"
+	kindDynParent = "dynamic parent"
+	kindUnconf    = "unconfigured"
+)
+
+// kind returns what path is: "config" (with the config's queue), one of the
+// kinds above, or "" when it does not exist.
+func (md *model) kind(path string) (string, *queueconfig.Queue) {
+	if md.cfg != nil {
+		if q := md.cfg.Queue(path); q != nil {
+			return "config", q
+		}
+	}
+	if path == "root" {
+		return "config", nil
+	}
+	return md.kinds[path], nil
+}
+
+// deepest returns the deepest existing queue above path.
+func (md *model) deepest(path string) string {
+	for p := parentPath(path); ; p = parentPath(p) {
+		if k, _ := md.kind(p); k != "" {
+			return p
+		}
+	}
+}
+
+// hosts reports whether a dynamic queue may be created below path.
+func (md *model) hosts(path string) bool {
+	k, q := md.kind(path)
+	switch k {
+	case "config":
+		return md.cfg != nil && (q == nil || q.IsParent)
+	case kindDynParent:
+		return true
+	}
+	return false
+}
+
+// template returns the max and maxapplications of a dynamic leaf below
+// path: the child template of the nearest configured parent, else of its
+// nearest ancestor that has one.
+func (md *model) template(path string) (resources.Limit, uint64) {
+	for p := path; p != ""; p = parentPath(p) {
+		if q := md.cfg.Queue(p); q != nil {
+			for ; q != nil; q = q.Parent {
+				if q.ChildTemplate != nil {
+					return q.ChildTemplate.Max, q.ChildTemplate.MaxApplications
+				}
+			}
+			return nil, 0
+		}
+	}
+	return nil, 0
+}
+
+// created records the queues an allocation to path creates, as ugm does:
+// dynamic when the request may create and the deepest existing queue hosts
+// dynamic queues, else unconfigured.
+func (md *model) created(r Request) {
+	if k, _ := md.kind(r.Queue); k != "" {
+		return
+	}
+	dynamic := md.cfg != nil && r.Create && md.hosts(md.deepest(r.Queue))
+	if md.kinds == nil {
+		md.kinds = map[string]string{}
+	}
+	for p := r.Queue; ; p = parentPath(p) {
+		if k, _ := md.kind(p); k != "" {
+			return
+		}
+		switch {
+		case !dynamic:
+			md.kinds[p] = kindUnconf
+		case p == r.Queue:
+			md.kinds[p] = kindDynLeaf
+		default:
+			md.kinds[p] = kindDynParent
+		}
+	}
+}
+
+// released forgets the queues left without a live allocation.
+func (md *model) released() {
+	for p := range md.kinds {
+		used := false
+		for _, a := range md.live {
+			if inSubtree(a.req.Queue, p) {
+				used = true
+				break
+			}
+		}
+		if !used {
+			delete(md.kinds, p)
+		}
+	}
 }
 
 func (md *model) running(app AppKey) []allocation {
@@ -125,8 +229,20 @@ func modelExceeds(lim resources.Limit, maxApps uint64, usage resources.Vector, a
 
 // decide returns "" when r is allowed, else a short description of why not.
 func (md *model) decide(r Request, force bool) (string, string) {
+	// dynamic is set for a dynamic leaf, existing or to be created: its
+	// limits are the child template's, and its configured ancestors'.
+	dynamic := false
 	if !force && md.cfg != nil {
-		if q := md.cfg.Queue(r.Queue); q == nil || q.IsParent {
+		switch k, q := md.kind(r.Queue); {
+		case k == "config":
+			if q.IsParent {
+				return "queue", ""
+			}
+		case k == kindDynLeaf:
+			dynamic = true
+		case k == "" && r.Create && md.hosts(md.deepest(r.Queue)):
+			dynamic = true
+		default:
 			return "queue", ""
 		}
 	}
@@ -144,11 +260,18 @@ func (md *model) decide(r Request, force bool) (string, string) {
 	if md.cfg == nil {
 		return "", group
 	}
-	leaf := md.cfg.Queue(r.Queue)
-	if leaf == nil || leaf.IsParent {
-		return "queue", group
-	}
 	newApp := len(running) == 0
+	leaf := md.cfg.Queue(r.Queue)
+	if dynamic {
+		max, apps := md.template(r.Queue)
+		u, n := md.sum(r.Queue, func(allocation) bool { return true })
+		if kind, res, over := modelExceeds(max, apps, u, n, r.Resources, newApp); over {
+			return fmt.Sprintf("queue %s %s %s %s", r.Queue, r.Queue, kind, res), group
+		}
+		for p := parentPath(r.Queue); leaf == nil; p = parentPath(p) {
+			leaf = md.cfg.Queue(p)
+		}
+	}
 	for q := leaf; q != nil; q = q.Parent {
 		if l := modelLimit(q, WhoUser, r.User); l != nil {
 			u, n := md.sum(q.Path, func(a allocation) bool { return a.req.User == r.User })
@@ -230,7 +353,18 @@ func randomConfig(rng *rand.Rand) string {
 			entry("groups", "*")
 		}
 	}
+	template := func(indent string) {
+		if rng.Intn(2) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "%schildtemplate:\n", indent)
+		if rng.Intn(2) == 0 {
+			fmt.Fprintf(&b, "%s  maxapplications: %d\n", indent, 1+rng.Intn(3))
+		}
+		fmt.Fprintf(&b, "%s  resources:\n%s    max: {vcore: %d}\n", indent, indent, 1+rng.Intn(3))
+	}
 	b.WriteString("partitions:\n- name: default\n  queues:\n  - name: root\n")
+	template("    ")
 	limits("    ", 16)
 	b.WriteString("    queues:\n    - name: default\n")
 	for _, p := range []string{"a", "b"} {
@@ -243,6 +377,7 @@ func randomConfig(rng *rand.Rand) string {
 		if rng.Intn(2) == 0 {
 			fmt.Fprintf(&b, "      resources:\n        max: {vcore: %d}\n", 8+rng.Intn(10))
 		}
+		template("      ")
 		limits("      ", 8)
 		fmt.Fprintf(&b, "      queues:\n")
 		for _, c := range []string{"x", "y"} {
@@ -257,7 +392,11 @@ func randomConfig(rng *rand.Rand) string {
 }
 
 var (
-	diffQueues = []string{"root.default", "root.a.x", "root.a.y", "root.b.x", "root.b.y", "root.a", "root.nope"}
+	// diffQueues are the configured leaves, a parent, and queues outside the
+	// config: root.nope, dynamic ones below root and the parents, two
+	// levels deep (root.b.new is then a dynamic parent), and below a leaf.
+	diffQueues = []string{"root.default", "root.a.x", "root.a.y", "root.b.x", "root.b.y", "root.a", "root.nope",
+		"root.dyn", "root.a.dyn", "root.b.new.leaf", "root.b.new", "root.a.x.dyn"}
 	diffUsers  = []string{"u0", "u1", "u2", "u3", "u4"}
 	diffGroups = []string{"g0", "g1", "g2", "g3", "g4"}
 )
@@ -279,6 +418,7 @@ func randomRequest(rng *rand.Rand) Request {
 		Queue:     diffQueues[rng.Intn(len(diffQueues))],
 		App:       AppKey{Namespace: "ns", ID: fmt.Sprintf("app%d", rng.Intn(8))},
 		Resources: v,
+		Create:    rng.Intn(2) == 0,
 	}
 }
 
@@ -307,6 +447,7 @@ func TestDifferential(t *testing.T) {
 					i := rng.Intn(len(md.live))
 					a := md.live[i]
 					md.live = append(md.live[:i], md.live[i+1:]...)
+					md.released()
 					if err := m.Decrease(&a.req); err != nil {
 						t.Fatalf("step %d: decrease %+v: %v", step, a.req, err)
 					}
@@ -324,6 +465,7 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("step %d: %+v (force %v): ugm says %q, model says %q", step, r, force, got, want)
 					}
 					if err == nil {
+						md.created(r)
 						md.live = append(md.live, allocation{id: nextID, req: r, group: group})
 						nextID++
 					} else {

@@ -4,6 +4,12 @@
 // increase fits every limit in force (YuniKorn's user/group limits and the
 // queues' own max and maxapplications).
 //
+// Queues are those of the config, plus dynamic queues: a request whose
+// placement rule may create its queue (Request.Create) creates it, and any
+// missing parents, when it is committed, with the child template in force
+// for it as its limits; a check never creates anything, and a dynamic queue
+// goes with its last allocation.
+//
 // It has no Kubernetes scheduler or client imports, so it runs, is tested and
 // is benchmarked on its own; the scheduler plugin and the simulator both
 // drive it through package ledger.

@@ -34,6 +34,11 @@ type Request struct {
 	Queue     string
 	App       AppKey
 	Resources resources.Vector
+	// Create says the placement rule that chose Queue may create it: when
+	// it does not exist, the increase creates it (and missing parents) as
+	// a dynamic queue with the child template in force for it; a check
+	// treats it as an empty queue with those limits and creates nothing.
+	Create bool
 }
 
 // ErrUnknownApp is returned by Decrease for an application ugm does not
@@ -85,12 +90,27 @@ func (m *Manager) SetConfig(p *queueconfig.Partition) {
 	defer m.mu.Unlock()
 	m.partition = p
 	for _, q := range m.queues.byPath {
-		q.limits = nil
+		if !q.dynamic || p == nil {
+			q.limits, q.dynamic = nil, false
+		}
+		q.childLimits = nil
 	}
 	if p != nil {
+		// Parents before children, so a child template is inherited.
 		p.Walk(func(cq *queueconfig.Queue) {
-			m.queues.ensure(cq.Path).limits = compileQueue(cq)
+			q := m.queues.ensure(cq.Path)
+			q.limits, q.dynamic = compileQueue(cq), false
+			switch {
+			case !cq.IsParent:
+			case cq.ChildTemplate != nil:
+				q.childLimits = compileTemplate(cq.ChildTemplate)
+			case q.parent != nil && q.parent.childLimits != nil:
+				q.childLimits = q.parent.childLimits
+			default:
+				q.childLimits = openTemplate
+			}
 		})
+		m.queues.refreshDynamic(m.queues.root)
 	}
 	for _, q := range m.queues.byPath {
 		if len(q.children) == 0 {
@@ -144,14 +164,19 @@ func (m *Manager) ForceIncrease(req *Request) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	leaf := m.queues.ensure(req.Queue)
+	leaf := m.queues.byPath[req.Queue] // nil: commit creates it
 	a := m.apps[req.App]
-	if a != nil && (a.user.name != req.User || a.leaf != leaf) {
+	if a != nil && (a.user.name != req.User || a.leaf.path != req.Queue) {
 		return &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
 	}
 	group := ""
 	if a == nil {
-		group = m.resolveGroup(leaf, req.Groups)
+		from := leaf
+		if from == nil {
+			// A new queue has no group limits of its own.
+			from = m.queues.deepest(req.Queue)
+		}
+		group = m.resolveGroup(from, req.Groups)
 	}
 	return m.commit(req, leaf, a, group)
 }
@@ -203,6 +228,26 @@ func (m *Manager) Decrease(req *Request) error {
 	return nil
 }
 
+// DynamicQueue reports whether path is a queue held outside the config: a
+// queue a placement rule created (dynamic; leaf says whether pods run in
+// it) or one that left the config while in use (draining: it takes no new
+// pods). A configured queue reports false: the config says what it is. It
+// is the placement package's view of the queues (placement.Queues).
+func (m *Manager) DynamicQueue(path string) (exists, leaf, draining bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	q := m.queues.byPath[path]
+	switch {
+	case q == nil:
+		return false, false, false
+	case q.dynamic:
+		return true, !q.limits.isParent, false
+	case q.limits == nil:
+		return true, len(q.children) == 0, true
+	}
+	return false, false, false
+}
+
 // dropEmpty removes t's nodes on the path of leaf that no longer hold a
 // running application, and t itself when its root is empty.
 func (m *Manager) dropEmpty(t *tracker, leaf *queue) {
@@ -245,9 +290,14 @@ func validate(req *Request) error {
 func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 	leaf := m.queues.byPath[req.Queue]
 	if leaf == nil || m.partition != nil && leaf.limits == nil {
-		if m.partition == nil {
+		switch {
+		case m.partition == nil:
 			// No config: any queue is allowed and nothing is limited.
 			return nil, m.apps[req.App], m.resolveGroup(nil, req.Groups), m.conflict(req, nil)
+		case leaf == nil && req.Create:
+			return m.checkCreate(req)
+		case req.Create:
+			return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "left the queue config and takes no new pods until it is empty"}
 		}
 		return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "does not exist in the queue config"}
 	}
@@ -280,7 +330,50 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 	if g != nil {
 		gn = g.leafNode(leaf)
 	}
-	for q := leaf; q != nil; q = q.parent {
+	if err := m.checkUp(req, leaf, u, g, un, gn, group, newApp); err != nil {
+		return nil, nil, "", err
+	}
+	return leaf, a, group, nil
+}
+
+// checkCreate checks a request for a dynamic queue that does not exist yet
+// (req.Create): the new leaf counts as an empty queue with the limits of
+// the child template in force for it, the new parents between it and the
+// deepest existing queue have no limits, and every queue from there to root
+// checks as usual. Nothing is created.
+func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
+	anc := m.queues.deepest(req.Queue)
+	if anc.childLimits == nil {
+		reason := fmt.Sprintf("cannot be created: %s is a leaf queue", anc.path)
+		if anc.limits == nil {
+			reason = fmt.Sprintf("cannot be created: %s left the queue config", anc.path)
+		}
+		return nil, nil, "", &QueueError{Queue: req.Queue, Reason: reason}
+	}
+	if a := m.apps[req.App]; a != nil {
+		return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+	}
+	tl := anc.childLimits
+	if id, over := tl.max.Exceeds(nil, req.Resources); over {
+		return nil, nil, "", &Refusal{Who: WhoQueue, Name: req.Queue, Queue: req.Queue, Limit: LimitResources,
+			Resource: id.Name(), Request: req.Resources.Get(id), Max: mustGet(tl.max, id)}
+	}
+	group := m.resolveGroup(anc, req.Groups)
+	var g *tracker
+	if group != "" {
+		g = m.groups[group]
+	}
+	if err := m.checkUp(req, anc, m.users[req.User], g, nil, nil, group, true); err != nil {
+		return nil, nil, "", err
+	}
+	return nil, nil, group, nil
+}
+
+// checkUp checks the user, group and queue limits of every queue from from
+// to root. un and gn are the user's and group's nodes at from when the
+// caller has them (nil: looked up). It allocates nothing when req fits.
+func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool) error {
+	for q := from; q != nil; q = q.parent {
 		// User, then group, then queue at each level, leaf to root.
 		var lim *limitEntry
 		var usage resources.Vector
@@ -296,7 +389,7 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 		}
 		if r := exceeds(lim, usage, apps, req.Resources, newApp); r != nil {
 			r.Who, r.Name, r.Queue = WhoUser, req.User, q.path
-			return nil, nil, "", r
+			return r
 		}
 		if group != "" {
 			lim, usage, apps = nil, nil, 0
@@ -311,21 +404,21 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 			}
 			if r := exceeds(lim, usage, apps, req.Resources, newApp); r != nil {
 				r.Who, r.Name, r.Queue = WhoGroup, group, q.path
-				return nil, nil, "", r
+				return r
 			}
 		}
 		if q.limits != nil {
 			if id, over := q.limits.max.Exceeds(q.usage, req.Resources); over {
-				return nil, nil, "", &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitResources,
+				return &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitResources,
 					Resource: id.Name(), Usage: q.usage.Get(id), Request: req.Resources.Get(id), Max: mustGet(q.limits.max, id)}
 			}
 			if newApp && q.limits.maxApps > 0 && uint64(q.apps)+1 > q.limits.maxApps {
-				return nil, nil, "", &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitApplications,
+				return &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitApplications,
 					Usage: int64(q.apps), Request: 1, Max: int64(q.limits.maxApps)}
 			}
 		}
 	}
-	return leaf, a, group, nil
+	return nil
 }
 
 // conflict refuses a request whose application runs for another user or in
@@ -373,11 +466,20 @@ func (m *Manager) resolveGroup(leaf *queue, groups []string) string {
 	return ""
 }
 
-// commit applies a checked request. Callers hold m.mu for writing.
-func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error {
-	if leaf == nil {
-		leaf = m.queues.ensure(req.Queue)
+// newLeaf creates the queue of a request whose queue does not exist: a
+// dynamic queue when the request may create one and the config lets it
+// hang there, else an unconfigured queue (no config, or a forced pod in a
+// queue the config does not have), which goes when empty.
+func (m *Manager) newLeaf(req *Request) *queue {
+	if m.partition != nil && req.Create && m.queues.deepest(req.Queue).childLimits != nil {
+		return m.queues.createDynamic(req.Queue)
 	}
+	return m.queues.ensure(req.Queue)
+}
+
+// commit applies a checked request, creating its queue when it does not
+// exist (leaf nil). Callers hold m.mu for writing.
+func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error {
 	u := m.users[req.User]
 	var g *tracker
 	if a != nil {
@@ -397,6 +499,11 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 	for _, r := range roots {
 		if !r.CanAdd(req.Resources) {
 			return fmt.Errorf("usage of %s would overflow: %w", req.Resources, resources.ErrOverflow)
+		}
+	}
+	if leaf == nil {
+		if leaf = m.queues.byPath[req.Queue]; leaf == nil {
+			leaf = m.newLeaf(req)
 		}
 	}
 	newApp := a == nil

@@ -39,9 +39,10 @@ func (m *Manager) Users() []UserUsage {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	apps := m.appsByTracker()
+	groupsOf := m.groupsByUser()
 	out := make([]UserUsage, 0, len(m.users))
 	for _, t := range m.users {
-		out = append(out, m.userUsage(t, apps))
+		out = append(out, userUsage(t, apps, groupsOf[t]))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].UserName < out[j].UserName })
 	return out
@@ -55,7 +56,7 @@ func (m *Manager) User(name string) (UserUsage, bool) {
 	if t == nil {
 		return UserUsage{}, false
 	}
-	return m.userUsage(t, m.appsByTracker()), true
+	return userUsage(t, m.appsByTracker(), m.groupsByUser()[t]), true
 }
 
 // Groups returns every tracked group, sorted by name.
@@ -125,19 +126,30 @@ func (m *Manager) appsByTracker() map[*node][]string {
 	return out
 }
 
-func (m *Manager) userUsage(t *tracker, apps map[*node][]string) UserUsage {
-	uu := UserUsage{UserName: t.name, Groups: map[string]string{}, Queues: treeUsage(t, apps)}
+// groupsByUser maps each user tracker to its running applications' groups
+// (application -> group, "" for none), in one pass over the applications.
+func (m *Manager) groupsByUser() map[*tracker]map[string]string {
+	out := make(map[*tracker]map[string]string, len(m.users))
 	for _, a := range m.apps {
-		if a.user != t {
-			continue
-		}
 		g := ""
 		if a.group != nil {
 			g = a.group.name
 		}
-		uu.Groups[a.key.String()] = g
+		byApp := out[a.user]
+		if byApp == nil {
+			byApp = map[string]string{}
+			out[a.user] = byApp
+		}
+		byApp[a.key.String()] = g
 	}
-	return uu
+	return out
+}
+
+func userUsage(t *tracker, apps map[*node][]string, groups map[string]string) UserUsage {
+	if groups == nil {
+		groups = map[string]string{}
+	}
+	return UserUsage{UserName: t.name, Groups: groups, Queues: treeUsage(t, apps)}
 }
 
 func groupUsage(t *tracker, apps map[*node][]string) GroupUsage {
@@ -186,4 +198,12 @@ func newQueueUsage(path string, usage resources.Vector, apps []string) *QueueUsa
 
 func sortChildren(qu *QueueUsage) {
 	sort.Slice(qu.Children, func(i, j int) bool { return qu.Children[i].QueuePath < qu.Children[j].QueuePath })
+}
+
+// Counts returns how many users and groups are tracked, without copying
+// any usage (for metrics).
+func (m *Manager) Counts() (users, groups int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.users), len(m.groups)
 }

@@ -18,9 +18,11 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/component-base/compatibility"
@@ -51,16 +53,19 @@ type cluster struct {
 	kubeconfig string
 	ns         string
 	sched      *runningScheduler
+	// mapper and dynamic serve apply (manifests_test.go), made on first use.
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	dynamic dynamic.Interface
 }
 
-// newCluster starts an API server for t, creates a namespace for the test
-// and nodes with the given capacity.
-func newCluster(t *testing.T, nodes int) *cluster {
+// newCluster starts an API server for t, with extra kube-apiserver flags if
+// any, creates a namespace for the test and nodes with the given capacity.
+func newCluster(t *testing.T, nodes int, apiserverFlags ...string) *cluster {
 	t.Helper()
 	storage := storagebackend.NewDefaultConfig("/"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nil)
 	storage.Transport.ServerList = []string{etcdURL}
 	server := kubeapiservertesting.StartTestServerOrDie(t, nil,
-		[]string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}, storage)
+		append([]string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}, apiserverFlags...), storage)
 	t.Cleanup(server.TearDownFn)
 	cfg := rest.CopyConfig(server.ClientConfig)
 	cfg.QPS, cfg.Burst = 500, 1000

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stop()
+	removeBuiltBinaries()
 	os.Exit(code)
 }
 

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -247,12 +248,17 @@ func TestMaxApplications(t *testing.T) {
 	})
 	// Roll the Deployment out: the new ReplicaSet's pods are the same
 	// application, so they are not refused for maxapplications.
-	d, err := c.client.AppsV1().Deployments(c.ns).Get(c.ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Labels["rev"] = "2"
-	if _, err := c.client.AppsV1().Deployments(c.ns).Update(c.ctx, d, metav1.UpdateOptions{}); err != nil {
+	// (The deployment controller writes the Deployment's status meanwhile:
+	// retry on a conflict.)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := c.client.AppsV1().Deployments(c.ns).Get(c.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Labels["rev"] = "2"
+		_, err = c.client.AppsV1().Deployments(c.ns).Update(c.ctx, d, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	c.eventually("a pod of the new ReplicaSet is bound", 30*time.Second, func() (bool, error) {

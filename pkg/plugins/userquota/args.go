@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,18 +36,56 @@ type Args struct {
 	// RESTAddress is the listen address of the usage REST API. Default:
 	// ":9089"; an explicit empty string disables it.
 	RESTAddress *string `json:"restAddress,omitempty"`
+	// RESTAuth protects the REST API: HTTPS, and every request but
+	// /healthz and /readyz authenticated (TokenReview) and authorized
+	// (SubjectAccessReview, verb get on the path) by the API server. nil
+	// means true (SetDefaults leaves it nil; see RESTAuthEnabled); false
+	// serves plain HTTP to anyone who reaches the address, for a local
+	// cluster on loopback.
+	RESTAuth *bool `json:"restAuth,omitempty"`
+	// RESTCertFile and RESTKeyFile are the REST API's serving certificate
+	// and key (PEM), reloaded when the files change. Without them (and with
+	// restAuth) a self-signed certificate is made at the first connection.
+	RESTCertFile string `json:"restCertFile,omitempty"`
+	RESTKeyFile  string `json:"restKeyFile,omitempty"`
+	// LeaderElectionLease is the "namespace/name" of the Lease that
+	// kube-scheduler's leader election holds (its leaderElection
+	// resourceNamespace and resourceName): only the replica holding it has
+	// the live usage and serves it. nil means
+	// DefaultLeaderElectionLease (see LeaderLease); "" means no leader
+	// election: this replica always serves.
+	LeaderElectionLease *string `json:"leaderElectionLease,omitempty"`
+	// PerUserMetrics adds per-user and per-group usage gauges to /metrics
+	// (one series per user, queue and resource). Default: false.
+	PerUserMetrics bool `json:"perUserMetrics,omitempty"`
 }
 
 // Defaults of Args.
 const (
-	DefaultConfigMapNamespace = "userquota-system"
-	DefaultConfigMapName      = "userquota-config"
-	DefaultConfigMapKey       = "queues.yaml"
-	DefaultPartition          = "default"
-	DefaultQueue              = "root.default"
-	DefaultUser               = "nobody"
-	DefaultRESTAddress        = ":9089"
+	DefaultConfigMapNamespace  = "userquota-system"
+	DefaultConfigMapName       = "userquota-config"
+	DefaultConfigMapKey        = "queues.yaml"
+	DefaultPartition           = "default"
+	DefaultQueue               = "root.default"
+	DefaultUser                = "nobody"
+	DefaultRESTAddress         = ":9089"
+	DefaultLeaderElectionLease = "userquota-system/userquota-scheduler"
 )
+
+// RESTAuthEnabled reports whether the REST API authenticates and
+// authorizes requests (restAuth, default true).
+func (a *Args) RESTAuthEnabled() bool { return a.RESTAuth == nil || *a.RESTAuth }
+
+// LeaderLease returns the namespace and name of the leader-election Lease
+// (leaderElectionLease with its default); ok is false when there is none.
+func (a *Args) LeaderLease() (namespace, name string, ok bool) {
+	lease := DefaultLeaderElectionLease
+	if a.LeaderElectionLease != nil {
+		lease = *a.LeaderElectionLease
+	}
+	namespace, name, ok = strings.Cut(lease, "/")
+	return namespace, name, ok
+}
 
 // SetDefaults fills every unset field.
 func (a *Args) SetDefaults() {
@@ -90,8 +129,30 @@ func (a *Args) Validate() error {
 		errs = append(errs, field.Required(root.Child("defaultUser"), ""))
 	}
 	if a.RESTAddress != nil && *a.RESTAddress != "" {
-		if _, _, err := net.SplitHostPort(*a.RESTAddress); err != nil {
+		if _, port, err := net.SplitHostPort(*a.RESTAddress); err != nil {
 			errs = append(errs, field.Invalid(root.Child("restAddress"), *a.RESTAddress, err.Error()))
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			errs = append(errs, field.Invalid(root.Child("restAddress"), *a.RESTAddress, "port must be a number from 0 to 65535"))
+		}
+	}
+	if (a.RESTCertFile == "") != (a.RESTKeyFile == "") {
+		errs = append(errs, field.Invalid(root.Child("restCertFile"), a.RESTCertFile, "restCertFile and restKeyFile go together: give both or neither"))
+	}
+	if a.RESTCertFile != "" && !a.RESTAuthEnabled() {
+		errs = append(errs, field.Invalid(root.Child("restCertFile"), a.RESTCertFile, "HTTPS is served only with restAuth: true"))
+	}
+	if a.LeaderElectionLease != nil && *a.LeaderElectionLease != "" {
+		p := root.Child("leaderElectionLease")
+		ns, name, ok := strings.Cut(*a.LeaderElectionLease, "/")
+		if !ok {
+			errs = append(errs, field.Invalid(p, *a.LeaderElectionLease, `must be "namespace/name", or "" for no leader election`))
+		} else {
+			for _, msg := range validation.IsDNS1123Label(ns) {
+				errs = append(errs, field.Invalid(p, *a.LeaderElectionLease, "namespace: "+msg))
+			}
+			for _, msg := range validation.IsDNS1123Subdomain(name) {
+				errs = append(errs, field.Invalid(p, *a.LeaderElectionLease, "name: "+msg))
+			}
 		}
 	}
 	return errs.ToAggregate()
@@ -142,6 +203,14 @@ func (a *Args) DeepCopyObject() runtime.Object {
 	if a.RESTAddress != nil {
 		addr := *a.RESTAddress
 		c.RESTAddress = &addr
+	}
+	if a.RESTAuth != nil {
+		auth := *a.RESTAuth
+		c.RESTAuth = &auth
+	}
+	if a.LeaderElectionLease != nil {
+		lease := *a.LeaderElectionLease
+		c.LeaderElectionLease = &lease
 	}
 	return &c
 }

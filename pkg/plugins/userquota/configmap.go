@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
 )
 
@@ -61,7 +62,7 @@ func (pl *Plugin) startConfigInformer(ctx context.Context) error {
 // with every error and raises a Warning event on the ConfigMap.
 func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 	cm, ok := obj.(*v1.ConfigMap)
-	if !ok {
+	if !ok || cm.Name != pl.args.ConfigMapName {
 		return
 	}
 	cfg, err := pl.parseConfigMap(cm)
@@ -73,12 +74,14 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 			note = note[:900] + "... (see the scheduler log)"
 		}
 		pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalidConfig, "LoadConfig", "%s", note)
+		metrics.RecordConfigReload(metrics.ResultInvalid)
 		return
 	}
 	if old := pl.config.Load(); old != nil && old.Checksum == cfg.Checksum {
 		return // a resync or a change elsewhere in the ConfigMap
 	}
 	pl.config.Store(cfg)
+	metrics.RecordConfigReload(metrics.ResultApplied)
 	pl.ugm.SetConfig(cfg.Partition(pl.args.Partition))
 	logger.Info("Queue config in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion, "checksum", cfg.Checksum[:12])
 	for _, n := range cfg.Notices {

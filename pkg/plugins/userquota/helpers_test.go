@@ -32,6 +32,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -81,7 +82,8 @@ partitions:
 
 // envOptions configure newEnv.
 type envOptions struct {
-	// args are the plugin's args (nil: defaults).
+	// args are the plugin's args (nil: defaults); restAddress nil means
+	// "" here: the REST API is off in tests.
 	args *Args
 	// config is the queue config YAML put in the ConfigMap before the plugin
 	// starts; "" means no ConfigMap.
@@ -155,10 +157,16 @@ func newEnv(t *testing.T, o envOptions) *env {
 		recorder:  &recordingRecorder{},
 		watches:   w,
 	}
-	var args runtime.Object
+	// The plugin's args; unless a test says otherwise the usage REST API
+	// is off, so that no test binds a port.
+	a := Args{}
 	if o.args != nil {
-		args = o.args
+		a = *o.args
 	}
+	if a.RESTAddress == nil {
+		a.RESTAddress = ptr.To("")
+	}
+	args := &a
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		p, err := New(ctx, args, h)
 		if err != nil {

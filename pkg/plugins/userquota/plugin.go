@@ -28,6 +28,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -66,6 +67,12 @@ type Plugin struct {
 
 	mu      sync.Mutex
 	refused map[string]*refusedPod // by pod UID
+
+	// frees counts releases and config changes. PreFilter reads it before
+	// deciding: if it moved by the time a refusal is recorded, the
+	// activation that followed the free may have run before the pod was
+	// recorded, so PreFilter activates the pod itself.
+	frees atomic.Uint64
 }
 
 // preFilterState is the pod's request as PreFilter computed it. Immutable.
@@ -103,6 +110,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pl.startPodHandler(); err != nil {
 		return nil, err
 	}
+	if err := pl.startObservability(ctx); err != nil {
+		return nil, err
+	}
 	return pl, nil
 }
 
@@ -135,18 +145,29 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			return nil, fwk.AsStatus(errors.New("pod informer of UserQuota has not synced"))
 		}
 	}
+	frees := pl.frees.Load()
 	req, err := pl.podRequest(pod, pl.partition())
 	if err != nil {
-		pl.remember(pod, nil, err)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return nil, pl.refuse(logger, pod, nil, err, frees)
 	}
 	if err := pl.ledger.Check(&req); err != nil {
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
-		pl.remember(pod, &req, err)
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return nil, pl.refuse(logger, pod, &req, err, frees)
 	}
 	state.Write(stateKey, &preFilterState{req: req})
 	return nil, nil
+}
+
+// refuse records a PreFilter refusal for requeueing and returns its status.
+// frees is the free counter read before the decision.
+func (pl *Plugin) refuse(logger klog.Logger, pod *v1.Pod, req *ugm.Request, err error, frees uint64) *fwk.Status {
+	metrics.RecordRefusal(err)
+	pl.remember(pod, req, err)
+	if pl.frees.Load() != frees {
+		// Room may have been freed after the decision: retry at once.
+		pl.activate(logger, func(rp *refusedPod) bool { return rp.pod.UID == pod.UID })
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 }
 
 // PreFilterExtensions returns nil: quota does not depend on which pods run
@@ -176,10 +197,12 @@ func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	switch {
 	case err == nil:
 		state.Write(reservedKey, &reservedState{})
+		metrics.RecordIncrease(metrics.SourceReserve)
 	case errors.Is(err, ledger.ErrAlreadyAllocated):
 		// Already charged (an informer event saw it bound first): the
 		// charge is not this cycle's, so Unreserve must not release it.
 	default:
+		metrics.RecordRefusal(err)
 		pl.remember(pod, &s.req, err)
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
@@ -201,6 +224,7 @@ func (pl *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.P
 		klog.FromContext(ctx).Error(err, "Releasing an unreserved pod found an inconsistency", "pod", klog.KObj(pod))
 	}
 	if released {
+		metrics.RecordDecrease(metrics.SourceUnreserve)
 		pl.activateFor(klog.FromContext(ctx), c.Request)
 	}
 }

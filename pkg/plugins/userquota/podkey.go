@@ -12,6 +12,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/kubernetes/pkg/features"
 
+	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -38,15 +39,18 @@ type userInfo struct {
 }
 
 // podRequest turns a pod into what ugm charges: user, groups, queue,
-// application and resources. The queue comes back as a full path; an
-// error names what is wrong with the pod.
+// application and resources, as the admission of a new pod sees it: the
+// queue is where the partition's placement rules put the pod, and its
+// submit ACLs must let the user in. The queue comes back as a full path
+// (with Create set when the rule that chose it may create it); an error
+// names what is wrong with the pod or why it may not go anywhere.
 func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
 	var req ugm.Request
 	user, groups, err := podUser(pod, pl.args.DefaultUser)
 	if err != nil {
 		return req, err
 	}
-	queue, err := podQueue(pod, cfg, pl.args.DefaultQueue)
+	placed, err := pl.placePod(pod, cfg, user, groups, placement.Options{})
 	if err != nil {
 		return req, err
 	}
@@ -54,7 +58,7 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Reque
 	if err != nil {
 		return req, err
 	}
-	return ugm.Request{User: user, Groups: groups, Queue: queue, App: podApp(pod), Resources: res}, nil
+	return ugm.Request{User: user, Groups: groups, Queue: placed.Queue, Create: placed.Create, App: podApp(pod), Resources: res}, nil
 }
 
 // podUser reads the user and groups: our annotation, then YuniKorn's, then
@@ -87,12 +91,39 @@ func podUser(pod *v1.Pod, defaultUser string) (string, []string, error) {
 	return defaultUser, nil, nil
 }
 
-// podQueue finds the pod's queue: annotation, then label, userquota.io/queue,
-// then YuniKorn's yunikorn.apache.org/queue and `queue`, else defaultQueue.
-// A name without "root." is resolved against the config: root.NAME if that
-// exists, else the one leaf called NAME.
-func podQueue(pod *v1.Pod, cfg *queueconfig.Partition, defaultQueue string) (string, error) {
-	name, from := "", ""
+// placePod runs the partition's placement (pkg/placement) for the pod: its
+// rules in order with the queue the pod names as the provided queue, or,
+// without rules, the named queue resolved against the config (root.NAME if
+// that exists, else the one leaf called NAME), else the defaultQueue arg.
+// Queues created by rules, known to ugm, count as existing.
+func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, user string, groups []string, opts placement.Options) (placement.Result, error) {
+	name, from := podNamedQueue(pod)
+	in := &placement.Input{
+		User:        user,
+		Groups:      groups,
+		Namespace:   pod.Namespace,
+		Labels:      pod.Labels,
+		Annotations: pod.Annotations,
+		Queue:       name,
+		QueueFrom:   from,
+	}
+	var queues placement.Queues
+	if pl.ugm != nil {
+		queues = pl.ugm
+	}
+	placed, err := placement.For(cfg, pl.args.DefaultQueue).Place(in, queues, opts)
+	var re *queueconfig.ResolveError
+	if errors.As(err, &re) {
+		return placed, &ugm.QueueError{Queue: re.Name, Reason: fmt.Sprintf("(from %s) %s", from, re.Reason())}
+	}
+	return placed, err
+}
+
+// podNamedQueue finds the queue the pod names: annotation, then label,
+// userquota.io/queue, then YuniKorn's yunikorn.apache.org/queue and
+// `queue`. It returns "" when the pod names none, and where the name was
+// found ("label queue") for messages.
+func podNamedQueue(pod *v1.Pod) (name, from string) {
 	for _, c := range []struct {
 		m    map[string]string
 		key  string
@@ -105,19 +136,10 @@ func podQueue(pod *v1.Pod, cfg *queueconfig.Partition, defaultQueue string) (str
 		{pod.Labels, "queue", "label"},
 	} {
 		if v, ok := c.m[c.key]; ok && v != "" {
-			name, from = v, c.kind+" "+c.key
-			break
+			return v, c.kind + " " + c.key
 		}
 	}
-	if name == "" {
-		return defaultQueue, nil
-	}
-	path, err := queueconfig.ResolveQueue(cfg, name)
-	var re *queueconfig.ResolveError
-	if errors.As(err, &re) {
-		return "", &ugm.QueueError{Queue: re.Name, Reason: fmt.Sprintf("(from %s) %s", from, re.Reason())}
-	}
-	return path, err
+	return "", ""
 }
 
 // podApp keys the pod's application within its namespace: an explicit id

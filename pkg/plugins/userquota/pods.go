@@ -8,6 +8,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/metrics"
+	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -68,6 +70,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	err := pl.ledger.ForceAllocate(uid, req)
 	switch {
 	case err == nil:
+		metrics.RecordIncrease(metrics.SourceRunning)
 		logger.V(4).Info("Charged a running pod found bound", "pod", klog.KObj(pod), "user", req.User, "queue", req.Queue)
 	case errors.Is(err, ledger.ErrAlreadyAllocated):
 	default:
@@ -77,26 +80,30 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 }
 
 // boundPodRequest is podRequest for a pod that already runs: it cannot be
-// refused, so what it cannot read it charges to the defaults, loudly.
+// refused, so it never is. Placement runs as for a new pod (ACLs steer
+// which rule places it, so it lands where it was admitted); when that
+// refuses the pod (its ACLs, no rule, bad metadata), it is charged where
+// placement puts it without ACLs, else to the defaults, loudly.
 func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
-	req, err := pl.podRequest(pod, pl.partition())
+	cfg := pl.partition()
+	req, err := pl.podRequest(pod, cfg)
 	if err == nil {
 		return req
 	}
-	logger.Error(err, "Running pod has bad quota metadata; charging it to the defaults", "pod", klog.KObj(pod))
 	user, groups, uerr := podUser(pod, pl.args.DefaultUser)
 	if uerr != nil {
 		user, groups = pl.args.DefaultUser, nil
 	}
-	queue, qerr := podQueue(pod, pl.partition(), pl.args.DefaultQueue)
-	if qerr != nil {
-		queue = pl.args.DefaultQueue
+	queue, create := pl.args.DefaultQueue, false
+	if placed, perr := pl.placePod(pod, cfg, user, groups, placement.Options{SkipACL: true}); perr == nil {
+		queue, create = placed.Queue, placed.Create
 	}
 	res, rerr := podResources(pod)
 	if rerr != nil {
 		res = nil
 	}
-	return ugm.Request{User: user, Groups: groups, Queue: queue, App: podApp(pod), Resources: res}
+	logger.Error(err, "Running pod would not be admitted as a new pod; charging it anyway", "pod", klog.KObj(pod), "user", user, "queue", queue)
+	return ugm.Request{User: user, Groups: groups, Queue: queue, Create: create, App: podApp(pod), Resources: res}
 }
 
 func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
@@ -118,6 +125,7 @@ func (pl *Plugin) release(logger klog.Logger, pod *v1.Pod) {
 	if !released {
 		return
 	}
+	metrics.RecordDecrease(metrics.SourceRelease)
 	logger.V(4).Info("Released a pod's charge", "pod", klog.KObj(pod), "user", c.Request.User, "queue", c.Request.Queue)
 	pl.activateFor(logger, c.Request)
 }

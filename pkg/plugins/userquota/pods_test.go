@@ -257,7 +257,7 @@ func TestRestart(t *testing.T) {
 		select {
 		case s := <-done:
 			t.Fatalf("PreFilter decided (%v) before the running pods were accounted", s)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 		unblock()
 		var s *fwk.Status

@@ -72,11 +72,13 @@ func mayAdmit(reason error, released ugm.Request) bool {
 // activateFor moves the refused pods that the release of released may
 // admit back to the active queue. Call it after the release is done.
 func (pl *Plugin) activateFor(logger klog.Logger, released ugm.Request) {
+	pl.frees.Add(1)
 	pl.activate(logger, func(rp *refusedPod) bool { return mayAdmit(rp.reason, released) })
 }
 
 // activateAll moves every refused pod back (a new config may admit any).
 func (pl *Plugin) activateAll(logger klog.Logger) {
+	pl.frees.Add(1)
 	pl.activate(logger, func(*refusedPod) bool { return true })
 }
 

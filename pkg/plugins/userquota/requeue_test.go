@@ -10,7 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// perUserConfig gives every user 2 cpu in root.sandbox.
+// perUserConfig gives every user 2 cpu in root.sandbox, and the queue
+// root.team 2 cpu for its two leaves together.
 const perUserConfig = `
 partitions:
 - name: default
@@ -23,18 +24,35 @@ partitions:
       - limit: everyone
         users: ["*"]
         maxresources: {vcore: 2}
+    - name: team
+      resources:
+        max: {vcore: 2}
+      queues:
+      - name: a
+      - name: b
 `
 
 // TestActivateAfterRelease: when a pod's charge is released, the pods
 // refused for a limit that release can lift are moved back to the active
 // queue with the framework handle's Activate, after the release (so they
-// find the room); pods refused for someone else's limit are not.
+// find the room); pods refused for someone else's limit are not, nor are
+// refused pods that were deleted since.
 func TestActivateAfterRelease(t *testing.T) {
 	sueHeld := userPod("sue-held", "sue", "", "sandbox", "2")
 	bobHeld := userPod("bob-held", "bob", "", "sandbox", "2")
+	teamHeld := userPod("team-held", "carl", "", "root.team.a", "2")
+	held := []*v1.Pod{sueHeld, bobHeld, teamHeld}
+	// waiting are refused: for sue's limit, bob's, and root.team's max.
+	waiting := map[string]*v1.Pod{
+		"ns1/sue-waits":  userPod("sue-waits", "sue", "", "sandbox", "1"),
+		"ns1/bob-waits":  userPod("bob-waits", "bob", "", "sandbox", "1"),
+		"ns1/team-waits": userPod("team-waits", "dan", "", "root.team.b", "1"),
+	}
+	// sueGone was refused for sue's limit, then deleted while pending.
+	sueGone := userPod("sue-gone", "sue", "", "sandbox", "1")
 	tests := []struct {
 		name string
-		// release gives back part of what sue-held or bob-held holds.
+		// release gives back part of what one held pod holds.
 		release func(e *env)
 		want    []string
 		// wantSue is sue's cpu when Activate was called (-1: not checked).
@@ -55,19 +73,25 @@ func TestActivateAfterRelease(t *testing.T) {
 			want: []string{"ns1/sue-waits"}, wantSue: 0,
 		},
 		{name: "bob's pod deleted", release: func(e *env) { e.delete(bobHeld) }, want: []string{"ns1/bob-waits"}, wantSue: -1},
+		{
+			name:    "a pod in another leaf of the full parent queue deleted",
+			release: func(e *env) { e.delete(teamHeld) }, want: []string{"ns1/team-waits"}, wantSue: -1,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{config: perUserConfig})
-			for _, p := range []*v1.Pod{sueHeld, bobHeld} {
+			for _, p := range held {
 				e.mustSchedule(p)
 				e.bind(p)
 			}
-			for _, p := range []*v1.Pod{userPod("sue-waits", "sue", "", "sandbox", "1"), userPod("bob-waits", "bob", "", "sandbox", "1")} {
+			for _, p := range append([]*v1.Pod{sueGone}, waiting["ns1/sue-waits"], waiting["ns1/bob-waits"], waiting["ns1/team-waits"]) {
 				if _, s := e.preFilter(p); s.Code() != fwk.UnschedulableAndUnresolvable {
 					t.Fatalf("PreFilter(%s) = %v, want a refusal", p.Name, s)
 				}
 			}
+			e.create(sueGone)
+			e.delete(sueGone)
 			e.barrier()
 			e.activator.reset()
 			e.activator.setProbe(func() any { return userUsage(e.pl, "sue")["cpu"] })
@@ -83,12 +107,10 @@ func TestActivateAfterRelease(t *testing.T) {
 					t.Errorf("sue's cpu when Activate was called (-want,+got):\n%s", diff)
 				}
 			}
-			// The activated pod now fits.
+			// The activated pods now fit.
 			for _, key := range tc.want {
-				name := key[len("ns1/"):]
-				user := name[:3]
-				if _, s := e.preFilter(userPod(name, user, "", "sandbox", "1")); !s.IsSuccess() {
-					t.Errorf("PreFilter(%s) after the release = %v, want success", name, s)
+				if _, s := e.preFilter(waiting[key]); !s.IsSuccess() {
+					t.Errorf("PreFilter(%s) after the release = %v, want success", key, s)
 				}
 			}
 		})

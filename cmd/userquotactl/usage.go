@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/userquota/userquota/pkg/resources"
+)
+
+// hotPercent: a node at or over it is marked, as on the usage page.
+const hotPercent = 90
+
+// usageFlags are the flags of `userquotactl usage`.
+type usageFlags struct {
+	server, partition, user, group, output string
+	token, tokenFile, caFile               string
+	insecure                               bool
+	timeout                                time.Duration
+}
+
+// runUsage is `userquotactl usage`: it reads the scheduler's usage REST API
+// and prints the usage trees as tables (-o tree) or the server's JSON.
+func runUsage(args []string, stdout, stderr io.Writer) int {
+	var f usageFlags
+	fs := newFlagSet("usage")
+	fs.StringVar(&f.server, "server", "", "")
+	fs.StringVar(&f.partition, "partition", "default", "")
+	fs.StringVar(&f.user, "user", "", "")
+	fs.StringVar(&f.group, "group", "", "")
+	fs.StringVar(&f.output, "o", "tree", "")
+	fs.StringVar(&f.output, "output", "tree", "")
+	fs.StringVar(&f.token, "token", "", "")
+	fs.StringVar(&f.tokenFile, "token-file", "", "")
+	fs.StringVar(&f.caFile, "ca-file", "", "")
+	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		return badArgs(stderr, fmt.Sprintf("usage: unexpected argument %q", fs.Arg(0)))
+	case f.server == "":
+		return badArgs(stderr, "usage: missing --server")
+	case f.user != "" && f.group != "":
+		return badArgs(stderr, "usage: --user and --group exclude each other")
+	case f.output != "tree" && f.output != "json":
+		return badArgs(stderr, fmt.Sprintf("usage: -o must be tree or json, not %q", f.output))
+	case f.partition == "":
+		return badArgs(stderr, "usage: --partition must not be empty")
+	case f.token != "" && f.tokenFile != "":
+		return badArgs(stderr, "usage: --token and --token-file exclude each other")
+	}
+	base, err := url.Parse(strings.TrimSuffix(f.server, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return badArgs(stderr, fmt.Sprintf("usage: --server must be an http:// or https:// URL, not %q", f.server))
+	}
+	c, err := newUsageClient(base, f)
+	if err != nil {
+		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		return exitFailed
+	}
+	prefix := "/ws/v1/partition/" + url.PathEscape(f.partition) + "/usage/"
+	switch {
+	case f.user != "":
+		err = c.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), func(body []byte) error {
+			var u userUsage
+			if err := json.Unmarshal(body, &u); err != nil {
+				return err
+			}
+			return printUser(stdout, u)
+		})
+	case f.group != "":
+		err = c.usage(stdout, f.output, prefix+"group/"+url.PathEscape(f.group), func(body []byte) error {
+			var g groupUsage
+			if err := json.Unmarshal(body, &g); err != nil {
+				return err
+			}
+			return printGroup(stdout, g)
+		})
+	default:
+		err = c.all(stdout, f.output, prefix)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// usageClient reads the REST API.
+type usageClient struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+func newUsageClient(base *url.URL, f usageFlags) (*usageClient, error) {
+	c := &usageClient{base: base, token: f.token}
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		c.token = strings.TrimSpace(string(b))
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.insecure} //nolint:gosec // asked for by flag
+	if f.caFile != "" {
+		pem, err := os.ReadFile(f.caFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate found", f.caFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConfig
+	c.http = &http.Client{Timeout: f.timeout, Transport: tr}
+	return c, nil
+}
+
+// get returns the body of a 200 answer; any other status is an error with
+// the server's message.
+func (c *usageClient) get(path string) ([]byte, error) {
+	u := *c.base
+	u.RawPath = c.base.EscapedPath() + path
+	u.Path, _ = url.PathUnescape(u.RawPath)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u.String(), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message     string `json:"message"`
+			Description string `json:"description"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Message != "" {
+			msg = e.Message
+			if e.Description != "" && e.Description != e.Message {
+				msg += ": " + e.Description
+			}
+		}
+		return nil, fmt.Errorf("GET %s: %s: %s", u.String(), resp.Status, msg)
+	}
+	return body, nil
+}
+
+// usage prints one user or group: the server's JSON, or the table.
+func (c *usageClient) usage(stdout io.Writer, output, path string, table func([]byte) error) error {
+	body, err := c.get(path)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		return printJSON(stdout, body)
+	}
+	return table(body)
+}
+
+// all prints the queues, every user and every group.
+func (c *usageClient) all(stdout io.Writer, output, prefix string) error {
+	bodies := map[string][]byte{}
+	for _, kind := range []string{"queues", "users", "groups"} {
+		b, err := c.get(prefix + kind)
+		if err != nil {
+			return err
+		}
+		bodies[kind] = b
+	}
+	if output == "json" {
+		all := fmt.Sprintf(`{"queues":%s,"users":%s,"groups":%s}`,
+			bytes.TrimSpace(bodies["queues"]), bytes.TrimSpace(bodies["users"]), bytes.TrimSpace(bodies["groups"]))
+		return printJSON(stdout, []byte(all))
+	}
+	var queues *queueNode
+	var users []userUsage
+	var groups []groupUsage
+	for kind, v := range map[string]any{"queues": &queues, "users": &users, "groups": &groups} {
+		if err := json.Unmarshal(bodies[kind], v); err != nil {
+			return fmt.Errorf("reading %s: %w", kind, err)
+		}
+	}
+	hot := printTree(stdout, "queues (all users, against each queue's own max)", queues)
+	for _, u := range users {
+		fmt.Fprintln(stdout)
+		hot = printUserTree(stdout, u) || hot
+	}
+	for _, g := range groups {
+		fmt.Fprintln(stdout)
+		hot = printGroupTree(stdout, g) || hot
+	}
+	if len(users) == 0 {
+		fmt.Fprintln(stdout, "\nno user has running pods")
+	}
+	legend(stdout, hot)
+	return nil
+}
+
+func printJSON(w io.Writer, body []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, body, "", "  "); err != nil {
+		return fmt.Errorf("the server's answer is not JSON: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// The wire shapes (docs/api.md), decoded on their own: the client does not
+// depend on the server's types.
+type queueNode struct {
+	QueuePath           string           `json:"queuePath"`
+	ResourceUsage       map[string]int64 `json:"resourceUsage"`
+	RunningApplications []string         `json:"runningApplications"`
+	MaxResources        map[string]int64 `json:"maxResources"`
+	MaxApplications     uint64           `json:"maxApplications"`
+	Children            []*queueNode     `json:"children"`
+}
+
+type userUsage struct {
+	UserName string            `json:"userName"`
+	Groups   map[string]string `json:"groups"`
+	Queues   *queueNode        `json:"queues"`
+}
+
+type groupUsage struct {
+	GroupName    string     `json:"groupName"`
+	Applications []string   `json:"applications"`
+	Queues       *queueNode `json:"queues"`
+}
+
+func printUser(w io.Writer, u userUsage) error {
+	legend(w, printUserTree(w, u))
+	return nil
+}
+
+func printGroup(w io.Writer, g groupUsage) error {
+	legend(w, printGroupTree(w, g))
+	return nil
+}
+
+func printUserTree(w io.Writer, u userUsage) bool {
+	ids := make([]string, 0, len(u.Groups))
+	for id := range u.Groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	apps := make([]string, len(ids))
+	for i, id := range ids {
+		apps[i] = id
+		if g := u.Groups[id]; g != "" {
+			apps[i] += " (group " + g + ")"
+		}
+	}
+	return printTree(w, "user "+u.UserName+" · "+applications(apps), u.Queues)
+}
+
+func printGroupTree(w io.Writer, g groupUsage) bool {
+	return printTree(w, "group "+g.GroupName+" · "+applications(g.Applications), g.Queues)
+}
+
+func applications(apps []string) string {
+	switch len(apps) {
+	case 0:
+		return "no running applications"
+	case 1:
+		return "1 running application: " + apps[0]
+	}
+	return strconv.Itoa(len(apps)) + " running applications: " + strings.Join(apps, ", ")
+}
+
+func legend(w io.Writer, hot bool) {
+	if hot {
+		fmt.Fprintf(w, "\n! at or over %d%% of a limit\n", hotPercent)
+	}
+}
+
+// printTree prints a title and the tree as a table: one row per queue,
+// one column per resource used or limited anywhere in it, each cell
+// "usage/limit (percent)" or just the usage where nothing limits it. Rows
+// at or over hotPercent of any limit start with "!". It reports whether
+// any row did.
+func printTree(w io.Writer, title string, root *queueNode) bool {
+	fmt.Fprintln(w, title)
+	if root == nil {
+		return false
+	}
+	names := map[string]bool{}
+	walkNodes(root, 0, func(q *queueNode, _ int) {
+		for n, v := range q.ResourceUsage {
+			if v != 0 {
+				names[n] = true
+			}
+		}
+		for n := range q.MaxResources {
+			names[n] = true
+		}
+	})
+	res := make([]string, 0, len(names))
+	for n := range names {
+		res = append(res, n)
+	}
+	sort.Strings(res)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"", "QUEUE", "APPLICATIONS"}
+	for _, n := range res {
+		header = append(header, strings.ToUpper(n))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	anyHot := false
+	walkNodes(root, 0, func(q *queueNode, depth int) {
+		hot := false
+		cell := func(usage, limit int64, limited bool, format func(int64) string) string {
+			if !limited {
+				if usage == 0 {
+					return "-"
+				}
+				return format(usage)
+			}
+			p := percent(usage, limit)
+			hot = hot || p >= hotPercent
+			share := strconv.Itoa(p) + "%"
+			if limit == 0 {
+				share = "blocked"
+			}
+			return fmt.Sprintf("%s/%s (%s)", format(usage), format(limit), share)
+		}
+		row := []string{"", strings.Repeat("  ", depth) + lastElement(q.QueuePath),
+			cell(int64(len(q.RunningApplications)), int64(q.MaxApplications), q.MaxApplications > 0,
+				func(x int64) string { return strconv.FormatInt(x, 10) })}
+		for _, n := range res {
+			id := resources.Intern(n)
+			limit, limited := q.MaxResources[n]
+			row = append(row, cell(q.ResourceUsage[n], limit, limited, func(x int64) string { return resources.FormatValue(id, x) }))
+		}
+		if hot {
+			row[0], anyHot = "!", true
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	})
+	_ = tw.Flush()
+	return anyHot
+}
+
+// percent is usage as a share of limit, floored, as the usage page shows
+// it (pkg/rest.Percent): a limit of 0 reads as full.
+func percent(usage, limit int64) int {
+	if limit <= 0 {
+		if usage > 0 {
+			return math.MaxInt32
+		}
+		return 100
+	}
+	p := math.Floor(float64(usage) * 100 / float64(limit))
+	if p > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(p)
+}
+
+func walkNodes(q *queueNode, depth int, fn func(*queueNode, int)) {
+	fn(q, depth)
+	for _, c := range q.Children {
+		walkNodes(c, depth+1, fn)
+	}
+}
+
+func lastElement(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}

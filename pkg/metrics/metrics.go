@@ -1,0 +1,102 @@
+// Package metrics holds the UserQuota plugin's Prometheus metrics,
+// registered with k8s.io/component-base's legacy registry, which
+// kube-scheduler serves on its own /metrics. docs/metrics.md lists them.
+//
+// Events (refusals, increases, decreases, config reloads) are counters the
+// plugin increments: one increment on the scheduling path, nothing more.
+// Usage and limits are gauges computed at scrape time from ugm snapshots by
+// a custom collector, so tracking costs nothing between scrapes.
+package metrics
+
+import (
+	"errors"
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// subsystem prefixes every metric: userquota_...
+const subsystem = "userquota"
+
+// Values of the source label of increases and decreases.
+const (
+	SourceReserve   = "reserve"   // Reserve committed a scheduled pod
+	SourceRunning   = "running"   // a bound pod found running (restart, failover) was charged
+	SourceRelease   = "release"   // a pod finished or was deleted
+	SourceUnreserve = "unreserve" // a later scheduling step failed after Reserve
+)
+
+// Values of the result label of config reloads.
+const (
+	ResultApplied = "applied"
+	ResultInvalid = "invalid"
+)
+
+// Labels of refusals that are not about a limit: the pod names a queue it
+// cannot run in, its application is held by another user or queue, or its
+// metadata cannot be read.
+const (
+	WhoPod    = "pod"
+	LimitNone = "none"
+)
+
+var (
+	refusals = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "refusals_total",
+		Help:           "Scheduling attempts UserQuota refused (at PreFilter, or at Reserve when the room was taken meanwhile), by who would exceed a limit (user, group, queue; pod when no limit is involved) and which (resources, applications; none).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"who", "limit"})
+	increases = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "increases_total",
+		Help:           "Pod charges committed, by source: reserve (a scheduled pod) or running (a bound pod found at start or failover).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"source"})
+	decreases = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "decreases_total",
+		Help:           "Pod charges released, by source: release (the pod finished or was deleted) or unreserve (a later scheduling step failed).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"source"})
+	configReloads = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "config_reloads_total",
+		Help:           "Versions of the queue-config ConfigMap read, by result: applied, or invalid (the previous config stays in force).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+)
+
+var registerOnce sync.Once
+
+// Register registers every metric with the legacy registry, once per
+// process (a scheduler may build the plugin more than once). Before it is
+// called the Record functions do nothing.
+func Register() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads)
+		legacyregistry.CustomMustRegister(usageCollector)
+	})
+}
+
+// RecordRefusal counts a PreFilter refusal by its cause.
+func RecordRefusal(err error) {
+	who, limit := WhoPod, LimitNone
+	var r *ugm.Refusal
+	if errors.As(err, &r) {
+		who, limit = r.Who, r.Limit
+	}
+	refusals.WithLabelValues(who, limit).Inc()
+}
+
+// RecordIncrease counts a committed charge.
+func RecordIncrease(source string) { increases.WithLabelValues(source).Inc() }
+
+// RecordDecrease counts a released charge.
+func RecordDecrease(source string) { decreases.WithLabelValues(source).Inc() }
+
+// RecordConfigReload counts a version of the queue config read.
+func RecordConfigReload(result string) { configReloads.WithLabelValues(result).Inc() }

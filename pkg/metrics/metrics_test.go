@@ -1,0 +1,241 @@
+package metrics
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+const config = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: sandbox
+      maxapplications: 3
+      resources:
+        max: {vcore: 4, memory: 8Gi}
+      limits:
+      - limit: sue
+        users: [sue]
+        maxresources: {vcore: 2}
+      - limit: dev
+        groups: [dev]
+        maxresources: {memory: 4Gi}
+`
+
+// manager charges sue (group dev) 1500m and 1Gi in root.sandbox.
+func manager(t *testing.T) *ugm.Manager {
+	t.Helper()
+	cfg, err := queueconfig.Parse([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ugm.New()
+	m.SetConfig(cfg.Partition("default"))
+	req := ugm.Request{User: "sue", Groups: []string{"dev"}, Queue: "root.sandbox", App: ugm.AppKey{Namespace: "ns", ID: "train"},
+		Resources: resources.FromMap(map[string]int64{"cpu": 1500, "memory": 1 << 30, "pods": 1})}
+	if err := ledger.New(m).Allocate("p1", req); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var queueMetrics = []string{"userquota_leader", "userquota_tracked_users", "userquota_tracked_groups",
+	"userquota_queue_usage", "userquota_queue_limit", "userquota_queue_running_applications", "userquota_queue_max_applications"}
+
+var userMetrics = []string{"userquota_user_usage", "userquota_user_limit", "userquota_user_running_applications",
+	"userquota_group_usage", "userquota_group_limit", "userquota_group_running_applications"}
+
+const queueExposition = `
+# HELP userquota_leader [ALPHA] 1 when this scheduler replica leads and its usage is the live one, else 0.
+# TYPE userquota_leader gauge
+userquota_leader 1
+# HELP userquota_tracked_users [ALPHA] Users with running pods (usage tracked).
+# TYPE userquota_tracked_users gauge
+userquota_tracked_users 1
+# HELP userquota_tracked_groups [ALPHA] Groups with running applications (usage tracked).
+# TYPE userquota_tracked_groups gauge
+userquota_tracked_groups 1
+# HELP userquota_queue_usage [ALPHA] Usage of a queue's subtree by all users, by resource.
+# TYPE userquota_queue_usage gauge
+userquota_queue_usage{queue="root",resource="cpu",unit="core"} 1.5
+userquota_queue_usage{queue="root",resource="memory",unit="byte"} 1.073741824e+09
+userquota_queue_usage{queue="root",resource="pods",unit="integer"} 1
+userquota_queue_usage{queue="root.sandbox",resource="cpu",unit="core"} 1.5
+userquota_queue_usage{queue="root.sandbox",resource="memory",unit="byte"} 1.073741824e+09
+userquota_queue_usage{queue="root.sandbox",resource="pods",unit="integer"} 1
+# HELP userquota_queue_limit [ALPHA] A queue's own maximum (resources.max), by resource; absent when unlimited.
+# TYPE userquota_queue_limit gauge
+userquota_queue_limit{queue="root.sandbox",resource="cpu",unit="core"} 4
+userquota_queue_limit{queue="root.sandbox",resource="memory",unit="byte"} 8.589934592e+09
+# HELP userquota_queue_running_applications [ALPHA] Running applications in a queue's subtree.
+# TYPE userquota_queue_running_applications gauge
+userquota_queue_running_applications{queue="root"} 1
+userquota_queue_running_applications{queue="root.sandbox"} 1
+# HELP userquota_queue_max_applications [ALPHA] A queue's maxapplications; absent when unlimited.
+# TYPE userquota_queue_max_applications gauge
+userquota_queue_max_applications{queue="root.sandbox"} 3
+`
+
+const userExposition = `
+# HELP userquota_user_usage [ALPHA] A user's usage in a queue's subtree, by resource (only with the perUserMetrics arg).
+# TYPE userquota_user_usage gauge
+userquota_user_usage{queue="root",resource="cpu",unit="core",user="sue"} 1.5
+userquota_user_usage{queue="root",resource="memory",unit="byte",user="sue"} 1.073741824e+09
+userquota_user_usage{queue="root",resource="pods",unit="integer",user="sue"} 1
+userquota_user_usage{queue="root.sandbox",resource="cpu",unit="core",user="sue"} 1.5
+userquota_user_usage{queue="root.sandbox",resource="memory",unit="byte",user="sue"} 1.073741824e+09
+userquota_user_usage{queue="root.sandbox",resource="pods",unit="integer",user="sue"} 1
+# HELP userquota_user_limit [ALPHA] The user limit in force in a queue, by resource (only with perUserMetrics).
+# TYPE userquota_user_limit gauge
+userquota_user_limit{queue="root.sandbox",resource="cpu",unit="core",user="sue"} 2
+# HELP userquota_user_running_applications [ALPHA] A user's running applications in a queue's subtree (only with perUserMetrics).
+# TYPE userquota_user_running_applications gauge
+userquota_user_running_applications{queue="root",user="sue"} 1
+userquota_user_running_applications{queue="root.sandbox",user="sue"} 1
+# HELP userquota_group_usage [ALPHA] A group's usage in a queue's subtree, by resource (only with perUserMetrics).
+# TYPE userquota_group_usage gauge
+userquota_group_usage{group="dev",queue="root",resource="cpu",unit="core"} 1.5
+userquota_group_usage{group="dev",queue="root",resource="memory",unit="byte"} 1.073741824e+09
+userquota_group_usage{group="dev",queue="root",resource="pods",unit="integer"} 1
+userquota_group_usage{group="dev",queue="root.sandbox",resource="cpu",unit="core"} 1.5
+userquota_group_usage{group="dev",queue="root.sandbox",resource="memory",unit="byte"} 1.073741824e+09
+userquota_group_usage{group="dev",queue="root.sandbox",resource="pods",unit="integer"} 1
+# HELP userquota_group_limit [ALPHA] The group limit in force in a queue, by resource (only with perUserMetrics).
+# TYPE userquota_group_limit gauge
+userquota_group_limit{group="dev",queue="root.sandbox",resource="memory",unit="byte"} 4.294967296e+09
+# HELP userquota_group_running_applications [ALPHA] A group's running applications in a queue's subtree (only with perUserMetrics).
+# TYPE userquota_group_running_applications gauge
+userquota_group_running_applications{group="dev",queue="root"} 1
+userquota_group_running_applications{group="dev",queue="root.sandbox"} 1
+`
+
+// The gauges are computed at scrape time from the source's snapshots;
+// per-user series only with PerUser.
+func TestGauges(t *testing.T) {
+	Register()
+	Register() // once per process, whatever the callers do
+	m := manager(t)
+
+	unset := SetSource(&Source{Usage: m})
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(queueExposition), queueMetrics...); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(""), userMetrics...); err != nil {
+		t.Errorf("per-user series without PerUser: %v", err)
+	}
+	unset()
+
+	unset = SetSource(&Source{Usage: m, PerUser: true, Leader: func() bool { return false }})
+	defer unset()
+	want := strings.Replace(queueExposition, "userquota_leader 1", "userquota_leader 0", 1) + userExposition
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), append(queueMetrics, userMetrics...)...); err != nil {
+		t.Error(err)
+	}
+}
+
+// Without a source (no plugin built, or its context ended) no gauge is shown.
+func TestNoSource(t *testing.T) {
+	Register()
+	unset := SetSource(&Source{Usage: manager(t)})
+	unset()
+	unset() // a second call changes nothing
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(""), queueMetrics...); err != nil {
+		t.Error(err)
+	}
+	// An older source's unset does not remove a newer one.
+	first := SetSource(&Source{Usage: manager(t)})
+	second := SetSource(&Source{Usage: manager(t)})
+	defer second()
+	first()
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader("# HELP userquota_tracked_users [ALPHA] Users with running pods (usage tracked).\n# TYPE userquota_tracked_users gauge\nuserquota_tracked_users 1\n"), "userquota_tracked_users"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCounters(t *testing.T) {
+	Register()
+	refusals.Reset()
+	increases.Reset()
+	decreases.Reset()
+	configReloads.Reset()
+	RecordRefusal(&ugm.Refusal{Who: ugm.WhoUser, Limit: ugm.LimitResources})
+	RecordRefusal(&ugm.Refusal{Who: ugm.WhoUser, Limit: ugm.LimitResources})
+	RecordRefusal(&ugm.Refusal{Who: ugm.WhoGroup, Limit: ugm.LimitApplications})
+	RecordRefusal(&ugm.Refusal{Who: ugm.WhoQueue, Limit: ugm.LimitResources})
+	RecordRefusal(&ugm.QueueError{Queue: "root.x", Reason: "does not exist"})
+	RecordRefusal(errors.New("bad user info"))
+	RecordIncrease(SourceReserve)
+	RecordIncrease(SourceRunning)
+	RecordIncrease(SourceReserve)
+	RecordDecrease(SourceRelease)
+	RecordDecrease(SourceUnreserve)
+	RecordConfigReload(ResultApplied)
+	RecordConfigReload(ResultInvalid)
+	RecordConfigReload(ResultApplied)
+	want := `
+# HELP userquota_refusals_total [ALPHA] Scheduling attempts UserQuota refused (at PreFilter, or at Reserve when the room was taken meanwhile), by who would exceed a limit (user, group, queue; pod when no limit is involved) and which (resources, applications; none).
+# TYPE userquota_refusals_total counter
+userquota_refusals_total{limit="applications",who="group"} 1
+userquota_refusals_total{limit="none",who="pod"} 2
+userquota_refusals_total{limit="resources",who="queue"} 1
+userquota_refusals_total{limit="resources",who="user"} 2
+# HELP userquota_increases_total [ALPHA] Pod charges committed, by source: reserve (a scheduled pod) or running (a bound pod found at start or failover).
+# TYPE userquota_increases_total counter
+userquota_increases_total{source="reserve"} 2
+userquota_increases_total{source="running"} 1
+# HELP userquota_decreases_total [ALPHA] Pod charges released, by source: release (the pod finished or was deleted) or unreserve (a later scheduling step failed).
+# TYPE userquota_decreases_total counter
+userquota_decreases_total{source="release"} 1
+userquota_decreases_total{source="unreserve"} 1
+# HELP userquota_config_reloads_total [ALPHA] Versions of the queue-config ConfigMap read, by result: applied, or invalid (the previous config stays in force).
+# TYPE userquota_config_reloads_total counter
+userquota_config_reloads_total{result="applied"} 2
+userquota_config_reloads_total{result="invalid"} 1
+`
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want),
+		"userquota_refusals_total", "userquota_increases_total", "userquota_decreases_total", "userquota_config_reloads_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The metric names and labels pass Prometheus' lint.
+func TestLint(t *testing.T) {
+	Register()
+	unset := SetSource(&Source{Usage: manager(t), PerUser: true})
+	defer unset()
+	RecordRefusal(errors.New("x"))
+	RecordIncrease(SourceReserve)
+	RecordDecrease(SourceRelease)
+	RecordConfigReload(ResultApplied)
+	// What kube-scheduler's /metrics serves, our families only.
+	rec := httptest.NewRecorder()
+	legacyregistry.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var text strings.Builder
+	for _, line := range strings.SplitAfter(rec.Body.String(), "\n") {
+		if strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE "), "userquota_") {
+			text.WriteString(line)
+		}
+	}
+	if !strings.Contains(text.String(), "userquota_user_usage{") {
+		t.Fatalf("/metrics lacks the per-user series:\n%s", text.String())
+	}
+	problems, err := testutil.NewPromLinter(strings.NewReader(text.String())).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}

@@ -1,0 +1,59 @@
+package placement
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzPlace feeds arbitrary pod facts to a rule chain that uses every rule
+// kind, filters (names and regular expressions), parent rules and ACLs:
+// placement must never panic, and a placement it returns must be a full,
+// lower-case path of valid queue names.
+func FuzzPlace(f *testing.F) {
+	cfg := aclTree + `  placementrules:
+  - name: provided
+    parent:
+      name: user
+      create: true
+      parent:
+        name: fixed
+        value: root.team
+    create: true
+    filter:
+      groups: ["^dev"]
+  - name: tag
+    value: Team
+    create: true
+    parent:
+      name: tag
+      value: namespace
+      create: true
+  - name: user
+    create: true
+    filter:
+      type: deny
+      users: [mallory, eve]
+  - name: fixed
+    value: root.open
+`
+	pol := New(mustPartition(f, cfg), "root.default")
+	f.Add("sue", "dev", "ns", "team", "x", "root.prod.web")
+	f.Add("john.doe", "", "", "Team", "a.b", "web")
+	f.Add("", "", "", "", "", "")
+	f.Add("mallory", "batch", "kube-system", "TEAM", "root.open", "root")
+	f.Fuzz(func(t *testing.T, user, group, ns, key, value, queue string) {
+		in := &Input{User: user, Namespace: ns, Labels: map[string]string{key: value}, Queue: queue}
+		if group != "" {
+			in.Groups = []string{group}
+		}
+		for _, opts := range []Options{{}, {SkipACL: true}} {
+			got, err := pol.Place(in, fakeQueues{"root.team.sue": "leaf"}, opts)
+			if err != nil {
+				continue
+			}
+			if got.Queue != strings.ToLower(got.Queue) || !strings.HasPrefix(got.Queue, "root.") {
+				t.Fatalf("placed in %q: not a lower-case path below root", got.Queue)
+			}
+		}
+	})
+}

@@ -1,0 +1,158 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/html"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+)
+
+// browserConfig and browserCharges make a page worth looking at: sue at
+// her cpu limit (hot), alice at 75 % of hers (warn), bob well under.
+const browserConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    limits:
+    - limit: sue
+      users: [sue]
+      maxresources: {vcore: 4, memory: 16Gi}
+    - limit: everyone else
+      users: ["*"]
+      maxresources: {vcore: 2, memory: 8Gi}
+    - limit: dev
+      groups: [dev]
+      maxresources: {vcore: 8, memory: 32Gi}
+    queues:
+    - name: default
+    - name: batch
+      maxapplications: 4
+      resources:
+        max: {vcore: 6, memory: 24Gi}
+`
+
+var browserCharges = []charge{
+	{pod: "s1", user: "sue", groups: []string{"dev"}, queue: "root.batch", app: "train", cpu: 1000, memory: 2 << 30},
+	{pod: "s2", user: "sue", groups: []string{"dev"}, queue: "root.batch", app: "train", cpu: 1000, memory: 2 << 30},
+	{pod: "s3", user: "sue", groups: []string{"dev"}, queue: "root.batch", app: "eval", cpu: 2000, memory: 4 << 30},
+	{pod: "a1", user: "alice", groups: []string{"dev"}, queue: "root.default", app: "notebook", cpu: 1500, memory: 3 << 30},
+	{pod: "b1", user: "bob", queue: "root.default", app: "web", cpu: 500, memory: 1 << 30},
+}
+
+// chromium returns the Chromium binary, or "" when there is none.
+func chromium() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "/usr/bin/chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// repoRoot is the folder holding go.mod, above the test's folder.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// TestPageInChromium loads the usage page, served with real usage (a ugm
+// Manager charged through the ledger), in headless Chromium: it checks the
+// bars of the DOM Chromium built and writes a screenshot to
+// _output/screenshots/usage-page.png (git-ignored). Without Chromium it is
+// skipped, except in CI (CI set), where that is a failure.
+func TestPageInChromium(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium not installed and CI is set: CI must install it (hack/ci-deps.sh, apt-get install chromium)")
+		}
+		t.Skip("chromium not installed: apt-get install chromium")
+	}
+	m, cfg := newManager(t, browserConfig, browserCharges)
+	srv := httptest.NewServer(NewHandler(Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg }}))
+	defer srv.Close()
+
+	shots := filepath.Join(repoRoot(t), "_output", "screenshots")
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(shots, "usage-page.png")
+	_ = os.Remove(shot)
+	// Not t.TempDir: Chromium's helper processes may still write there
+	// when it returns, and a failed clean-up would fail the test.
+	profile, err := os.MkdirTemp("", "userquota-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--hide-scrollbars", "--window-size=1280,1500",
+		"--user-data-dir="+profile,
+		"--screenshot="+shot, "--dump-dom", srv.URL+"/")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "HOME="+profile)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", bin, err, stderr.String())
+	}
+
+	doc := parseHTML(t, stdout.String())
+	var sue []meter
+	for _, mt := range meters(doc) {
+		if mt.Who == "user" && mt.Name == "sue" {
+			sue = append(sue, mt)
+		}
+	}
+	want := []meter{
+		{Who: "user", Name: "sue", Queue: "root", Resource: "cpu", Usage: "4000", Limit: "4000", Percent: "100", Level: "hot", Width: "width: 100%", Text: "4 / 4 · 100%"},
+		{Who: "user", Name: "sue", Queue: "root", Resource: "memory", Usage: "8589934592", Limit: "17179869184", Percent: "50", Level: "ok", Width: "width: 50%", Text: "8Gi / 16Gi · 50%"},
+	}
+	if diff := cmp.Diff(want, sue); diff != "" {
+		t.Errorf("sue's bars in Chromium's DOM (-want,+got):\n%s\nDOM:\n%s", diff, stdout.String())
+	}
+	articles := findAll(doc, func(n *html.Node) bool { return n.Data == "article" && attr(n, "data-name") == "sue" })
+	if len(articles) != 1 || !hasClass(articles[0], "hot") {
+		t.Error("sue's section is not highlighted")
+	}
+
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
+		t.Errorf("%s is not a PNG of a page (%d bytes)", shot, len(png))
+	}
+	t.Logf("screenshot: %s", strings.TrimPrefix(shot, repoRoot(t)+"/"))
+}

@@ -1,0 +1,277 @@
+package rest
+
+import (
+	"bytes"
+	_ "embed"
+	"html/template"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Thresholds of the meters: at or over HotPercent a node is highlighted
+// (as by `userquotactl usage`), at or over warnPercent it turns amber.
+const (
+	HotPercent  = 90
+	warnPercent = 70
+)
+
+// pageRefresh is how often the page reloads itself, in seconds.
+const pageRefresh = 10
+
+// appsColumn names the running-applications column of a tree.
+const appsColumn = "applications"
+
+//go:embed page.html
+var pageHTML string
+
+var pageTemplate = template.Must(template.New("page").Parse(pageHTML))
+
+// pageData is what the page template renders.
+type pageData struct {
+	Partition string
+	Checksum  string // short form; "" when no config is in force
+	Generated string
+	Refresh   int
+	Hot       []hotItem
+	Queues    treeView
+	Users     []whoView
+	Groups    []whoView
+}
+
+// hotItem is one meter at or over HotPercent, for the summary at the top.
+type hotItem struct {
+	Kind, Name, Anchor string
+	Queue, Resource    string
+	Usage, Limit       string
+	Share              string
+}
+
+// whoView is one user's or group's section.
+type whoView struct {
+	Kind, Name string
+	Anchor     string // the section's id
+	JSON       string // path of its JSON endpoint
+	Hot        bool
+	Apps       []appView
+	Tree       treeView
+}
+
+type appView struct{ ID, Group string }
+
+// treeView is a usage tree as table rows, parents before children.
+type treeView struct {
+	Columns []string
+	Rows    []rowView
+}
+
+type rowView struct {
+	Queue  string // full path
+	Name   string // last path element
+	Indent int    // in em
+	Hot    bool
+	Cells  []cellView // one per column
+}
+
+// cellView is one resource of one node: a meter when a limit applies.
+type cellView struct {
+	Kind, Name, Queue, Resource string // for the data- attributes
+	Usage, Limit                string // formatted; Limit "" when none
+	UsageRaw, LimitRaw          int64
+	Limited                     bool
+	Percent                     int    // usage/limit, floored; over 100 when over
+	Share                       string // Percent as text; "blocked" for a limit of 0
+	Width                       int    // Percent capped at 100
+	Level                       string
+}
+
+// page serves the read-only usage page.
+func (s *server) page(w http.ResponseWriter, _ *http.Request) {
+	data := s.pageData(time.Now())
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, data); err != nil {
+		writeError(w, http.StatusInternalServerError, "rendering the page failed", err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Plain HTML and inline CSS: no script, nothing from elsewhere.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// pageData takes the snapshots the page shows: the queues, the users and
+// the groups, each copied in one step.
+func (s *server) pageData(now time.Time) pageData {
+	d := pageData{Partition: s.opts.Partition, Generated: now.UTC().Format(time.RFC3339), Refresh: pageRefresh}
+	if s.opts.Config != nil {
+		if cfg := s.opts.Config(); cfg != nil && len(cfg.Checksum) >= 12 {
+			d.Checksum = cfg.Checksum[:12]
+		}
+	}
+	d.Queues = newTreeView("queue", "", s.opts.Usage.Queues())
+	for _, u := range s.opts.Usage.Users() {
+		wv := s.newWhoView("user", u.UserName, u.Queues)
+		ids := make([]string, 0, len(u.Groups))
+		for id := range u.Groups {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			wv.Apps = append(wv.Apps, appView{ID: id, Group: u.Groups[id]})
+		}
+		d.Users = append(d.Users, wv)
+	}
+	for _, g := range s.opts.Usage.Groups() {
+		wv := s.newWhoView("group", g.GroupName, g.Queues)
+		for _, id := range g.Applications {
+			wv.Apps = append(wv.Apps, appView{ID: id})
+		}
+		d.Groups = append(d.Groups, wv)
+	}
+	collect := func(t treeView, anchor string) {
+		for _, r := range t.Rows {
+			for _, c := range r.Cells {
+				if c.Limited && c.Level == "hot" {
+					d.Hot = append(d.Hot, hotItem{Kind: c.Kind, Name: c.Name, Anchor: anchor, Queue: c.Queue,
+						Resource: c.Resource, Usage: c.Usage, Limit: c.Limit, Share: c.Share})
+				}
+			}
+		}
+	}
+	collect(d.Queues, "queues")
+	for _, wv := range d.Users {
+		collect(wv.Tree, wv.Anchor)
+	}
+	for _, wv := range d.Groups {
+		collect(wv.Tree, wv.Anchor)
+	}
+	return d
+}
+
+func (s *server) newWhoView(kind, name string, root *ugm.QueueUsage) whoView {
+	wv := whoView{
+		Kind:   kind,
+		Name:   name,
+		Anchor: kind + "-" + name,
+		JSON:   "/ws/v1/partition/" + url.PathEscape(s.opts.Partition) + "/usage/" + kind + "/" + url.PathEscape(name),
+		Tree:   newTreeView(kind, name, root),
+	}
+	for _, r := range wv.Tree.Rows {
+		wv.Hot = wv.Hot || r.Hot
+	}
+	return wv
+}
+
+// newTreeView flattens a usage tree into rows with one cell per column:
+// running applications, then every resource used or limited anywhere in
+// the tree, by name. name "" means the queue's own path (the queue tree).
+func newTreeView(kind, name string, root *ugm.QueueUsage) treeView {
+	var tv treeView
+	if root == nil {
+		return tv
+	}
+	names := map[string]bool{}
+	walk(root, 0, func(q *ugm.QueueUsage, _ int) {
+		for n := range q.ResourceUsage.Map() {
+			names[n] = true
+		}
+		for _, b := range q.MaxResources {
+			names[b.ID.Name()] = true
+		}
+	})
+	tv.Columns = append(tv.Columns, appsColumn)
+	res := make([]string, 0, len(names))
+	for n := range names {
+		res = append(res, n)
+	}
+	sort.Strings(res)
+	tv.Columns = append(tv.Columns, res...)
+
+	walk(root, 0, func(q *ugm.QueueUsage, depth int) {
+		who := name
+		if who == "" {
+			who = q.QueuePath
+		}
+		row := rowView{Queue: q.QueuePath, Name: lastElement(q.QueuePath), Indent: depth * 2}
+		running, maxApps := int64(len(q.RunningApplications)), int64(q.MaxApplications)
+		row.Cells = append(row.Cells, newCell(kind, who, q.QueuePath, appsColumn, running, maxApps, maxApps > 0, itoa))
+		for _, rn := range res {
+			id := resources.Intern(rn)
+			max, limited := q.MaxResources.Get(id)
+			format := func(x int64) string { return resources.FormatValue(id, x) }
+			row.Cells = append(row.Cells, newCell(kind, who, q.QueuePath, rn, q.ResourceUsage.Get(id), max, limited, format))
+		}
+		for _, c := range row.Cells {
+			row.Hot = row.Hot || c.Level == "hot"
+		}
+		tv.Rows = append(tv.Rows, row)
+	})
+	return tv
+}
+
+func newCell(kind, name, queue, column string, usage, limit int64, limited bool, format func(int64) string) cellView {
+	c := cellView{Kind: kind, Name: name, Queue: queue, Resource: column, UsageRaw: usage, LimitRaw: limit, Limited: limited,
+		Usage: format(usage)}
+	if !limited {
+		return c
+	}
+	c.Limit = format(limit)
+	c.Percent = Percent(usage, limit)
+	c.Width = min(c.Percent, 100)
+	c.Share = strconv.Itoa(c.Percent) + "%"
+	if limit == 0 {
+		c.Share = "blocked"
+	}
+	switch {
+	case c.Percent >= HotPercent:
+		c.Level = "hot"
+	case c.Percent >= warnPercent:
+		c.Level = "warn"
+	default:
+		c.Level = "ok"
+	}
+	return c
+}
+
+// Percent is usage as a share of limit, floored, so that 100 means at the
+// limit. A limit of 0 blocks its resource: it reads as full (100), or over
+// when something is used anyway.
+func Percent(usage, limit int64) int {
+	if limit <= 0 {
+		if usage > 0 {
+			return math.MaxInt32
+		}
+		return 100
+	}
+	p := math.Floor(float64(usage) * 100 / float64(limit))
+	if p > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(p)
+}
+
+func walk(q *ugm.QueueUsage, depth int, fn func(*ugm.QueueUsage, int)) {
+	fn(q, depth)
+	for _, c := range q.Children {
+		walk(c, depth+1, fn)
+	}
+}
+
+func lastElement(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+func itoa(x int64) string { return strconv.FormatInt(x, 10) }

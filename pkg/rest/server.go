@@ -1,0 +1,269 @@
+// Package rest serves the quota usage over HTTP: YuniKorn's usage endpoints
+// and JSON shape (/ws/v1/partition/{p}/usage/...), the queue config in force
+// (/ws/v1/config), a read-only HTML usage page (/), and health and
+// readiness (/healthz, /readyz). docs/api.md describes every endpoint.
+//
+// The package reads what it serves through small interfaces (a Usage
+// source, which *ugm.Manager implements, a config getter and a leader
+// check), so it holds no lock and no state of its own: every handler takes
+// one snapshot (a copy made under ugm's read lock), then encodes it with no
+// lock held. Scheduling waits at most for that copy.
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Usage is where the API reads usage: *ugm.Manager implements it. Every
+// method returns a copy that shares nothing with the source.
+type Usage interface {
+	Users() []ugm.UserUsage
+	User(name string) (ugm.UserUsage, bool)
+	Groups() []ugm.GroupUsage
+	Group(name string) (ugm.GroupUsage, bool)
+	Queues() *ugm.QueueUsage
+}
+
+// LeaderFunc reports whether this replica is the leading scheduler, which
+// alone has the live usage, and when not, why (shown to clients).
+type LeaderFunc func() (leading bool, why string)
+
+// Filter wraps a handler, e.g. with authentication and authorization.
+type Filter func(http.Handler) http.Handler
+
+// Options configure the handler. Usage is required.
+type Options struct {
+	// Partition is the partition the scheduler enforces; the only one the
+	// usage endpoints know.
+	Partition string
+	// Usage is read by every usage endpoint and the page.
+	Usage Usage
+	// Config returns the queue config in force (nil: none, no limits).
+	// A nil func means the same.
+	Config func() *queueconfig.Config
+	// Leader is the leader check; nil means always leading (one replica).
+	Leader LeaderFunc
+	// Auth protects every path except /healthz and /readyz (which kubelet
+	// probes without credentials); nil means no protection.
+	Auth Filter
+}
+
+// NewHandler returns the API's handler. It panics if o.Usage is nil (a
+// programming error).
+func NewHandler(o Options) http.Handler {
+	if o.Usage == nil {
+		panic("rest.NewHandler: Options.Usage is nil")
+	}
+	s := &server{opts: o}
+	api := http.NewServeMux()
+	api.HandleFunc("/ws/v1/partition/{partition}/usage/{rest...}", s.leaderOnly(s.usage))
+	api.HandleFunc("/ws/v1/partition/{partition}/usage", s.leaderOnly(s.usage))
+	api.HandleFunc("/ws/v1/config", s.config)
+	api.HandleFunc("/{$}", s.leaderOnly(s.page))
+	api.HandleFunc("/", s.notFound)
+	var protected http.Handler = api
+	if o.Auth != nil {
+		protected = o.Auth(api)
+	}
+
+	root := http.NewServeMux()
+	root.HandleFunc("/healthz", s.healthz)
+	root.HandleFunc("/readyz", s.readyz)
+	root.Handle("/", protected)
+	return getOnly(root)
+}
+
+type server struct {
+	opts Options
+}
+
+// Error is the JSON body of every error answer, in YuniKorn's shape
+// (dao.YAPIError).
+type Error struct {
+	StatusCode  int    `json:"status_code"`
+	Message     string `json:"message"`
+	Description string `json:"description"`
+}
+
+// writeError answers with status and a JSON Error body.
+func writeError(w http.ResponseWriter, status int, message, description string) {
+	if description == "" {
+		description = message
+	}
+	writeJSON(w, status, Error{StatusCode: status, Message: message, Description: description})
+}
+
+// writeJSON answers with v as JSON. Usage names users and changes all the
+// time: nothing may cache it.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only a programming error (an unmarshalable type) gets here.
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(Error{StatusCode: status, Message: "encoding the answer failed", Description: err.Error()})
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// getOnly answers 405 to anything but GET and HEAD: the API is read-only.
+func getOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed", "the usage API is read-only: use GET")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) leading() (bool, string) {
+	if s.opts.Leader == nil {
+		return true, ""
+	}
+	return s.opts.Leader()
+}
+
+// leaderOnly answers 503 on a replica that is not leading: its usage is not
+// the live one.
+func (s *server) leaderOnly(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := s.leading(); !ok {
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, "not the leader",
+				"this scheduler replica is not the leader; only the leader has the live usage: "+why)
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprintln(w, "ok")
+}
+
+// readyz is ready only on the leader, so a Service sends usage requests to
+// the replica that has the live state.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if ok, why := s.leading(); !ok {
+		writeError(w, http.StatusServiceUnavailable, "not the leader", "this scheduler replica is not the leader: "+why)
+		return
+	}
+	s.healthz(w, r)
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path, "see docs/api.md for the endpoints")
+}
+
+// usage serves /ws/v1/partition/{partition}/usage/{users|groups|queues}
+// and /usage/{user|group}/{name}.
+func (s *server) usage(w http.ResponseWriter, r *http.Request) {
+	partition := r.PathValue("partition")
+	if msg := badName(partition); msg != "" {
+		writeError(w, http.StatusBadRequest, "bad partition name: "+msg, "")
+		return
+	}
+	if partition != s.opts.Partition {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("partition %q not found", partition),
+			fmt.Sprintf("this scheduler enforces partition %q", s.opts.Partition))
+		return
+	}
+	// Split the escaped path, so that a name holding an escaped "/" (%2F,
+	// as in OIDC user names) stays one segment.
+	// The mux matched /ws/v1/partition/{partition}/usage[/...], so the
+	// escaped path has at least those 6 elements ("" first).
+	segs := strings.Split(r.URL.EscapedPath(), "/")[6:]
+	if len(segs) > 2 {
+		writeError(w, http.StatusBadRequest, "too many path segments after /usage/",
+			`escape a "/" in a name as %2F`)
+		return
+	}
+	var kind, name string
+	var err error
+	if len(segs) > 0 {
+		kind, err = url.PathUnescape(segs[0])
+	}
+	hasName := len(segs) == 2
+	if err == nil && hasName {
+		name, err = url.PathUnescape(segs[1])
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad escape in the path: "+err.Error(), "")
+		return
+	}
+	switch kind {
+	case "users", "groups", "queues":
+		if hasName {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("/usage/%s takes no name", kind), "")
+			return
+		}
+	case "user", "group":
+		if !hasName {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("/usage/%s needs a name: /usage/%s/NAME", kind, kind), "")
+			return
+		}
+		if msg := badName(name); msg != "" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("bad %s name: %s", kind, msg), "")
+			return
+		}
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown usage kind %q", kind),
+			"want users, user/NAME, groups, group/NAME or queues")
+		return
+	}
+	u := s.opts.Usage
+	switch kind {
+	case "users":
+		writeJSON(w, http.StatusOK, u.Users())
+	case "groups":
+		writeJSON(w, http.StatusOK, u.Groups())
+	case "queues":
+		writeJSON(w, http.StatusOK, u.Queues())
+	case "user":
+		if uu, ok := u.User(name); ok {
+			writeJSON(w, http.StatusOK, uu)
+		} else {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("user %q not found", name), "the user has no running pods in this partition")
+		}
+	case "group":
+		if gu, ok := u.Group(name); ok {
+			writeJSON(w, http.StatusOK, gu)
+		} else {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("group %q not found", name), "the group has no running applications in this partition")
+		}
+	}
+}
+
+// maxNameLen bounds names in paths; Kubernetes user names have no limit,
+// but nothing real comes near this.
+const maxNameLen = 1024
+
+// badName says what is wrong with a partition, user or group name taken
+// from the path ("" when nothing). Names come from pod annotations, so
+// anything printable is allowed (a "/" escaped as %2F in the path).
+func badName(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case len(name) > maxNameLen:
+		return fmt.Sprintf("longer than %d bytes", maxNameLen)
+	case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) || r == unicode.ReplacementChar }) >= 0:
+		return "contains a control or invalid character"
+	}
+	return ""
+}

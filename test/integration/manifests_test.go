@@ -1,0 +1,742 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/userquota/userquota/pkg/plugins/userquota"
+)
+
+// What manifests/ installs, as the tests below rely on it.
+const (
+	systemNamespace   = "userquota-system"
+	serviceAccount    = "userquota-scheduler"
+	leaseName         = "userquota-scheduler"
+	schedulerConfigCM = "userquota-scheduler-config"
+	schedulerConfigFn = "scheduler-config.yaml"
+	// exampleRefusal is how the third pod of manifests/examples/job-alice.yaml
+	// is refused under manifests/queue-config.yaml (hack/e2e-kind.sh and
+	// docs/install.md quote it too).
+	exampleRefusal = `user "alice" would exceed maxresources in root.batch: cpu 500m+250m > 500m`
+)
+
+// rbacAPIServer turns authorization on in the test API server (it allows
+// everything by default), so the manifests' RBAC is what the scheduler has.
+const rbacAPIServer = "--authorization-mode=RBAC"
+
+// TestManifests checks manifests/ on a real API server with RBAC on: every
+// object of `kubectl apply -k manifests/` and of manifests/examples/ passes
+// a server-side dry-run apply; then the scheduler binary runs with the
+// ServiceAccount's token (not as admin), the manifests' RBAC and the
+// scheduler config of the generated ConfigMap, and schedules the example
+// workloads: two of alice's Job pods bound, the third refused with the
+// plugin's reason, bob's Deployment bound. Any request the API server
+// refuses the scheduler for lack of a permission fails the test, including
+// those the scheduler tolerates (its /metrics authentication config).
+func TestManifests(t *testing.T) {
+	c := newCluster(t, 2, rbacAPIServer)
+	m := c.installManifests()
+
+	// The generated ConfigMap holds the production config: leader election
+	// on our own Lease, client limits above the defaults.
+	cfg := loadSchedulerConfig(t, m.schedulerConfig)
+	le := cfg.LeaderElection
+	if !le.LeaderElect || le.ResourceNamespace != systemNamespace || le.ResourceName != leaseName || le.ResourceLock != "leases" {
+		t.Errorf("leaderElection = %+v, want leaderElect on the Lease %s/%s", le, systemNamespace, leaseName)
+	}
+	if cc := cfg.ClientConnection; cc.QPS <= 50 || cc.Burst <= 100 {
+		t.Errorf("clientConnection qps %v burst %d: want them above the defaults 50/100", cc.QPS, cc.Burst)
+	}
+
+	// Production leader election as is (the Lease is free: it is taken at once).
+	s := c.startSchedulerProcess("scheduler", m.schedulerConfigFor(t, nil), m.kubeconfig)
+	c.eventually("the scheduler holds the Lease", 30*time.Second, func() (bool, error) {
+		if bad := s.forbiddenLines(); bad != "" {
+			return false, fmt.Errorf("refused requests (a permission missing from manifests/rbac.yaml?):\n%s", bad)
+		}
+		return c.leaseHolder() != "", nil
+	})
+
+	// The examples, with the controllers that turn them into pods.
+	c.startControllers()
+	for _, obj := range m.examples {
+		c.apply(obj, false)
+	}
+	var bound, refused []string
+	c.eventually("alice's Job: 2 pods bound, 1 refused; bob's Deployment: 2 pods bound", 60*time.Second, func() (bool, error) {
+		bound, refused = nil, nil
+		pods, err := c.client.CoreV1().Pods(c.ns).List(c.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			switch {
+			case p.Spec.NodeName != "":
+				bound = append(bound, p.Labels["job-name"]+p.Labels["app"])
+			case refusal(&p) != "":
+				if !strings.Contains(refusal(&p), exampleRefusal) {
+					return false, fmt.Errorf("pod %s refused with %q, want %q", p.Name, refusal(&p), exampleRefusal)
+				}
+				refused = append(refused, p.Labels["job-name"])
+			}
+		}
+		sort.Strings(bound)
+		return strings.Join(bound, ",") == "example-alice,example-alice,example-bob,example-bob" &&
+			strings.Join(refused, ",") == "example-alice", nil
+	})
+	c.stillPendingCount("job-name=example-alice", 1, time.Second)
+
+	// The scheduler's events (events.k8s.io) reach the API server: the
+	// refusal on the pod; a config change on the queue-config ConfigMap in
+	// userquota-system. (The event of the config loaded at start is raised
+	// before kube-scheduler starts sending events: it is not looked for.)
+	for _, o := range objsOfKind(m.objects, "ConfigMap") {
+		if o.GetName() == userquota.DefaultConfigMapName {
+			o = o.DeepCopy()
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			data[userquota.DefaultConfigMapKey] += "# edited\n"
+			_ = unstructured.SetNestedStringMap(o.Object, data, "data")
+			c.apply(o, false)
+		}
+	}
+	c.eventually("FailedScheduling and QueueConfigApplied events", 15*time.Second, func() (bool, error) {
+		return c.hasEvent(c.ns, "FailedScheduling") && c.hasEvent(systemNamespace, userquota.ReasonConfigApplied), nil
+	})
+
+	// /metrics through the scheduler's delegated authentication and
+	// authorization (TokenReview, SubjectAccessReview), as a scraper with a
+	// token for a ServiceAccount allowed to get /metrics.
+	reader := c.readerToken("metrics-reader", "/metrics")
+	body := s.get(t, "/metrics", reader, http.StatusOK)
+	if !strings.Contains(body, "scheduler_schedule_attempts_total") {
+		t.Errorf("/metrics lacks scheduler_schedule_attempts_total")
+	}
+	s.get(t, "/metrics", "", http.StatusForbidden)
+
+	// The usage REST API, with its delegated authentication (as the
+	// scheduler's ServiceAccount asks the API server), when it serves one.
+	if u := c.restUsage(s, m); u != nil && !strings.Contains(u["users"], `"alice"`) {
+		t.Errorf("REST usage/users lacks alice: %s", u["users"])
+	}
+
+	s.requireNoForbidden(t)
+}
+
+// objsOfKind returns the objects of one kind.
+func objsOfKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// refusal is the message of a pod's PodScheduled=False condition.
+func refusal(p *v1.Pod) string {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse {
+			return cond.Message
+		}
+	}
+	return ""
+}
+
+// stillPendingCount checks that n pods with the label selector stay unbound
+// for d.
+func (c *cluster) stillPendingCount(selector string, n int, d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		pods, err := c.client.CoreV1().Pods(c.ns).List(c.ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		pending := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				pending++
+			}
+		}
+		if pending != n {
+			c.t.Fatalf("%d pods of %s unbound, want %d", pending, selector, n)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// hasEvent reports whether an events.k8s.io Event with the reason exists in ns.
+func (c *cluster) hasEvent(ns, reason string) bool {
+	evs, err := c.client.EventsV1().Events(ns).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// installed is what installManifests put in the cluster.
+type installed struct {
+	// schedulerConfig is the KubeSchedulerConfiguration of the generated
+	// ConfigMap userquota-scheduler-config (what the Deployment mounts).
+	schedulerConfig string
+	// kubeconfig authenticates as the ServiceAccount, with a token from the
+	// TokenRequest API, as the Deployment's pods do.
+	kubeconfig string
+	// objects are manifests/ (kustomize build); examples are
+	// manifests/examples/, in the test namespace.
+	objects, examples []*unstructured.Unstructured
+	// restToken reads the usage REST API (made on first use).
+	restToken string
+}
+
+// installManifests applies manifests/ (built with kustomize, in process)
+// and manifests/examples/ with a server-side dry-run, then everything of
+// manifests/ for real except the Deployment (nothing here runs its pods;
+// tests run the binary themselves), and mints a token for the
+// ServiceAccount.
+func (c *cluster) installManifests() *installed {
+	c.t.Helper()
+	root := repoRoot(c.t)
+	objs := kustomizeBuild(c.t, filepath.Join(root, "manifests"))
+	examples := readManifests(c.t, filepath.Join(root, "manifests", "examples"))
+	for _, o := range examples {
+		o.SetNamespace(c.ns)
+	}
+	if len(examples) < 2 {
+		c.t.Fatalf("manifests/examples/ has %d objects, want a Job and a Deployment", len(examples))
+	}
+	// A namespaced object cannot be dry-run into a namespace that does not
+	// exist yet: the namespaces go first, for real (kustomize puts them first).
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			c.apply(o, true)
+			c.apply(o, false)
+		}
+	}
+	for _, o := range append(append([]*unstructured.Unstructured{}, objs...), examples...) {
+		c.apply(o, true)
+	}
+	m := &installed{objects: objs, examples: examples}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if o.GetKind() == "Deployment" {
+			continue
+		}
+		c.apply(o, false)
+		if o.GetKind() == "ConfigMap" && o.GetName() == schedulerConfigCM {
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			m.schedulerConfig = data[schedulerConfigFn]
+		}
+	}
+	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 2,
+		"ConfigMap": 2, "Deployment": 1, "Service": 1, "PodDisruptionBudget": 1} {
+		if kinds[kind] != n {
+			c.t.Errorf("manifests/ has %d %s objects, want %d", kinds[kind], kind, n)
+		}
+	}
+	if m.schedulerConfig == "" {
+		c.t.Fatalf("manifests/ generates no ConfigMap %s with key %s", schedulerConfigCM, schedulerConfigFn)
+	}
+	// The API server's RBAC authorizer reads bindings from informers: wait
+	// until it has each of the four, so that the scheduler is not refused
+	// a request in the first milliseconds (which the test would take for a
+	// missing permission).
+	c.waitAuthorized("system:serviceaccount:"+systemNamespace+":"+serviceAccount,
+		// system:kube-scheduler
+		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: c.ns},
+		// system:volume-scheduler
+		authorizationv1.ResourceAttributes{Verb: "list", Group: "storage.k8s.io", Resource: "storageclasses"},
+		// our Role
+		authorizationv1.ResourceAttributes{Verb: "watch", Group: "coordination.k8s.io", Resource: "leases", Namespace: systemNamespace, Name: leaseName},
+		// extension-apiserver-authentication-reader
+		authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "kube-system", Name: "extension-apiserver-authentication"},
+	)
+	tr, err := c.client.CoreV1().ServiceAccounts(systemNamespace).CreateToken(c.ctx, serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatalf("token for the ServiceAccount: %v", err)
+	}
+	cfg := rest.AnonymousClientConfig(c.config)
+	cfg.BearerToken = tr.Status.Token
+	m.kubeconfig = writeKubeconfig(c.t, cfg)
+	return m
+}
+
+// waitAuthorized waits until the API server allows user every one of attrs.
+func (c *cluster) waitAuthorized(user string, attrs ...authorizationv1.ResourceAttributes) {
+	c.t.Helper()
+	for _, a := range attrs {
+		c.eventually(fmt.Sprintf("%s may %s %s %s/%s", user, a.Verb, a.Resource, a.Namespace, a.Name), 10*time.Second, func() (bool, error) {
+			sar, err := c.client.AuthorizationV1().SubjectAccessReviews().Create(c.ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &a}}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err
+			}
+			return sar.Status.Allowed, nil
+		})
+	}
+}
+
+// schedulerConfigFor returns the installed scheduler config with what a
+// process on this machine needs: the kubeconfig (kube-scheduler reads
+// clientConnection.kubeconfig, not --kubeconfig, when given --config), the
+// REST API on loopback, and the given leaderElection fields.
+func (m *installed) schedulerConfigFor(t *testing.T, leaderElection map[string]any) func(kubeconfig, restAddress string) []byte {
+	return func(kubeconfig, restAddress string) []byte {
+		var cfg map[string]any
+		if err := sigsyaml.Unmarshal([]byte(m.schedulerConfig), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cc, _ := cfg["clientConnection"].(map[string]any)
+		if cc == nil {
+			cc = map[string]any{}
+		}
+		cc["kubeconfig"] = kubeconfig
+		cfg["clientConnection"] = cc
+		le, _ := cfg["leaderElection"].(map[string]any)
+		for k, v := range leaderElection {
+			le[k] = v
+		}
+		set := false
+		for _, p := range cfg["profiles"].([]any) {
+			for _, pc := range p.(map[string]any)["pluginConfig"].([]any) {
+				if pc := pc.(map[string]any); pc["name"] == userquota.Name {
+					pc["args"].(map[string]any)["restAddress"] = restAddress
+					set = true
+				}
+			}
+		}
+		if !set {
+			t.Fatal("the scheduler config has no UserQuota pluginConfig")
+		}
+		out, err := sigsyaml.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
+
+// loadSchedulerConfig loads a KubeSchedulerConfiguration as the binary does.
+func loadSchedulerConfig(t *testing.T, text string) *schedconfig.KubeSchedulerConfiguration {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), schedulerConfigFn)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := options.LoadConfigFromFile(klog.Background(), path)
+	if err != nil {
+		t.Fatalf("the generated scheduler config: %v", err)
+	}
+	return cfg
+}
+
+func repoRoot(t *testing.T) string {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// kustomizeBuild is `kubectl kustomize dir`, in process.
+func kustomizeBuild(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeObjects(t, dir, out)
+}
+
+// readManifests reads every *.yaml file of dir, in name order.
+func readManifests(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in %s (%v)", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, decodeObjects(t, f, b)...)
+	}
+	return objs
+}
+
+func decodeObjects(t *testing.T, from string, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("%s: %v", from, err)
+		}
+		if len(m) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// apply is `kubectl apply --server-side` of one object, with
+// --dry-run=server when dryRun.
+func (c *cluster) apply(obj *unstructured.Unstructured, dryRun bool) {
+	c.t.Helper()
+	if c.mapper == nil {
+		c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.client.Discovery()))
+		c.dynamic = dynamic.NewForConfigOrDie(c.config)
+	}
+	gvk := obj.GroupVersionKind()
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+	}
+	opts := metav1.ApplyOptions{FieldManager: "userquota-test", Force: true}
+	what := "apply"
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+		what = "server-side dry-run apply"
+	}
+	var ri dynamic.ResourceInterface = c.dynamic.Resource(mapping.Resource)
+	if ns := obj.GetNamespace(); ns != "" {
+		ri = c.dynamic.Resource(mapping.Resource).Namespace(ns)
+	}
+	if _, err := ri.Apply(c.ctx, obj.GetName(), obj, opts); err != nil {
+		c.t.Fatalf("%s of %s %s/%s: %v", what, gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+}
+
+// leaseHolder is the holder of the scheduler's leader-election Lease ("" if none).
+func (c *cluster) leaseHolder() string {
+	l, err := c.client.CoordinationV1().Leases(systemNamespace).Get(c.ctx, leaseName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// readerToken returns a token for a new ServiceAccount allowed to get the
+// non-resource URLs: a Prometheus scraper's (/metrics), a dashboard's (the
+// REST API).
+func (c *cluster) readerToken(name string, urls ...string) string {
+	c.t.Helper()
+	if _, err := c.client.CoreV1().ServiceAccounts(c.ns).Create(c.ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: urls, Verbs: []string{"get"}}}}
+	if _, err := c.client.RbacV1().ClusterRoles().Create(c.ctx, role, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: c.ns, Name: name}}}
+	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(c.ctx, binding, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	tr, err := c.client.CoreV1().ServiceAccounts(c.ns).CreateToken(c.ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// ---------------------------------------------------------------------
+// The scheduler binary, run as a process of its own: two schedulers with
+// leader election cannot share one process (kube-scheduler registers
+// process-global state, e.g. configz), and the binary is what ships.
+
+// built is the scheduler binary the tests run, built once per test binary
+// (removed by TestMain) unless USERQUOTA_SCHEDULER_BIN names one.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// schedulerBinary returns the path of the userquota-scheduler binary. It is
+// built with plain `go build`, so it links the packages this test binary
+// was compiled from; `make build` adds only static linking and -trimpath
+// (USERQUOTA_SCHEDULER_BIN=bin/userquota-scheduler runs that one).
+func schedulerBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if p := os.Getenv("USERQUOTA_SCHEDULER_BIN"); p != "" {
+			built.path, built.err = filepath.Abs(p)
+			return
+		}
+		built.dir, built.err = os.MkdirTemp("", "userquota-scheduler-bin")
+		if built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "userquota-scheduler")
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-o", built.path, "./cmd/scheduler")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/scheduler: %v\n%s", err, out)
+			return
+		}
+		t.Logf("built the scheduler binary in %.1fs", time.Since(start).Seconds())
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+// removeBuiltBinaries removes what schedulerBinary built (from TestMain).
+func removeBuiltBinaries() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+}
+
+// schedulerProcess is a userquota-scheduler started by startSchedulerProcess.
+type schedulerProcess struct {
+	name       string
+	cmd        *exec.Cmd
+	logPath    string
+	securePort int
+	restPort   int
+	exited     chan struct{} // closed when the process has exited
+}
+
+// startSchedulerProcess runs the binary with the config that config makes
+// for its kubeconfig and REST address, its HTTPS server (health, metrics)
+// on a free loopback port, and delegated authentication and authorization
+// through kubeconfig (what a pod gets from its ServiceAccount). It waits
+// until /healthz answers; the test's cleanup stops it.
+func (c *cluster) startSchedulerProcess(name string, config func(kubeconfig, restAddress string) []byte, kubeconfig string) *schedulerProcess {
+	c.t.Helper()
+	bin := schedulerBinary(c.t)
+	dir := c.t.TempDir()
+	securePort, err := freePort()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	restPort, err := freePort()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, schedulerConfigFn)
+	if err := os.WriteFile(cfgPath, config(kubeconfig, fmt.Sprintf("127.0.0.1:%d", restPort)), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	p := &schedulerProcess{name: name, logPath: filepath.Join(dir, name+".log"), securePort: securePort, restPort: restPort, exited: make(chan struct{})}
+	logFile, err := os.Create(p.logPath)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin,
+		"--config="+cfgPath,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", securePort),
+		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--v=2")
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		c.t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	c.t.Cleanup(func() {
+		p.stop()
+		if c.t.Failed() {
+			c.t.Logf("last lines of scheduler %s's log:\n%s", p.name, p.logTail(40))
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if code, _, err := p.request("/healthz", ""); err == nil && code == http.StatusOK {
+			return p
+		}
+		if !p.running() {
+			c.t.Fatalf("scheduler %s exited: %v\n%s", name, p.cmd.ProcessState, p.logTail(40))
+		}
+		// A missing permission can keep it from starting (a ConfigMap or an
+		// informer it waits for): say so now rather than at the timeout.
+		if bad := p.forbiddenLines(); bad != "" {
+			c.t.Fatalf("scheduler %s was refused requests while starting (a permission missing from manifests/rbac.yaml?):\n%s", name, bad)
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("scheduler %s: /healthz not ok after 60s\n%s", name, p.logTail(40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (p *schedulerProcess) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL after 10 s, and waits for the exit.
+func (p *schedulerProcess) stop() {
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
+}
+
+// kill is kill -9: the process gets no chance to release its Lease.
+func (p *schedulerProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+var insecureClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's self-signed serving cert, on loopback
+}}
+
+// request GETs path from the scheduler's HTTPS server, with a bearer token
+// unless token is empty.
+func (p *schedulerProcess) request(path, token string) (int, string, error) {
+	return getURL(fmt.Sprintf("https://127.0.0.1:%d%s", p.securePort, path), token)
+}
+
+func getURL(url, token string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := insecureClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// get GETs path and fails the test unless the status is want.
+func (p *schedulerProcess) get(t *testing.T, path, token string, want int) string {
+	t.Helper()
+	code, body, err := p.request(path, token)
+	if err != nil {
+		t.Fatalf("scheduler %s GET %s: %v", p.name, path, err)
+	}
+	if code != want {
+		t.Fatalf("scheduler %s GET %s: status %d, want %d: %.300s", p.name, path, code, want, body)
+	}
+	return body
+}
+
+func (p *schedulerProcess) log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
+
+func (p *schedulerProcess) logTail(n int) string {
+	lines := strings.Split(strings.TrimRight(p.log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// acquiredLease reports whether the process has logged that it leads.
+func (p *schedulerProcess) acquiredLease() bool {
+	// client-go's leaderelection: "Successfully acquired lease" (older
+	// versions: "successfully acquired lease").
+	return strings.Contains(strings.ToLower(p.log()), "successfully acquired lease")
+}
+
+// forbidden matches the API server's answer to a request RBAC denies, as
+// client-go and kube-scheduler log it ("... is forbidden: User ...").
+var forbidden = regexp.MustCompile(`(?i)forbidden`)
+
+// requireNoForbidden fails the test if the scheduler was refused anything:
+// a permission the manifests' RBAC lacks. Some of those kube-scheduler only
+// logs and carries on without (its /metrics authentication config), so the
+// log is the place to look.
+func (p *schedulerProcess) requireNoForbidden(t *testing.T) {
+	t.Helper()
+	if bad := p.forbiddenLines(); bad != "" {
+		t.Errorf("scheduler %s was refused requests (a permission missing from manifests/rbac.yaml?):\n%s", p.name, bad)
+	}
+}
+
+// forbiddenLines returns the log lines about refused requests, if any.
+func (p *schedulerProcess) forbiddenLines() string {
+	var bad []string
+	for _, l := range strings.Split(p.log(), "\n") {
+		if forbidden.MatchString(l) {
+			bad = append(bad, l)
+		}
+	}
+	return strings.Join(bad, "\n")
+}
