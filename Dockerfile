@@ -18,6 +18,8 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/userquota-scheduler /usr/local/bin/userquota-scheduler
+# The admission webhook (manifests/webhook.yaml) runs from the same image.
+COPY --from=build /out/userquota-webhook /usr/local/bin/userquota-webhook
 # distroless "nonroot": uid and gid 65532 (the Deployment sets the same).
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/userquota-scheduler"]

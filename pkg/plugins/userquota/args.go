@@ -58,6 +58,13 @@ type Args struct {
 	// PerUserMetrics adds per-user and per-group usage gauges to /metrics
 	// (one series per user, queue and resource). Default: false.
 	PerUserMetrics bool `json:"perUserMetrics,omitempty"`
+	// RequireUserInfo refuses a new pod without the user-info annotation
+	// (ours or YuniKorn's) instead of running it as DefaultUser: with the
+	// admission webhook installed (docs/security.md) every pod it admits
+	// carries one, so a pod without it slipped past the webhook. Pods
+	// already running are charged as before. Default: false; the manifests
+	// set it.
+	RequireUserInfo bool `json:"requireUserInfo,omitempty"`
 }
 
 // Defaults of Args.

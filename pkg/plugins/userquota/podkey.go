@@ -46,6 +46,9 @@ type userInfo struct {
 // names what is wrong with the pod or why it may not go anywhere.
 func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
 	var req ugm.Request
+	if pl.args.RequireUserInfo && !hasUserInfo(pod) {
+		return req, errNoUserInfo
+	}
 	user, groups, err := podUser(pod, pl.args.DefaultUser)
 	if err != nil {
 		return req, err
@@ -59,6 +62,19 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Reque
 		return req, err
 	}
 	return ugm.Request{User: user, Groups: groups, Queue: placed.Queue, Create: placed.Create, App: podApp(pod), Resources: res}, nil
+}
+
+// errNoUserInfo refuses a pod without user info when requireUserInfo is
+// on; it names the webhook that should have stamped it.
+var errNoUserInfo = errors.New("pod has no " + AnnotationUserInfo + " annotation and requireUserInfo is on: " +
+	"the userquota admission webhook (userquota-webhook) stamps it at creation, so this pod was not admitted through it; " +
+	"check that the webhook is installed and its MutatingWebhookConfiguration matches this pod (docs/security.md)")
+
+// hasUserInfo reports whether the pod carries user info (ours or YuniKorn's).
+func hasUserInfo(pod *v1.Pod) bool {
+	_, ours := pod.Annotations[AnnotationUserInfo]
+	_, theirs := pod.Annotations[yunikornUserInfo]
+	return ours || theirs
 }
 
 // podUser reads the user and groups: our annotation, then YuniKorn's, then

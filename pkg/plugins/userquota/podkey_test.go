@@ -70,6 +70,18 @@ func TestPodRequest(t *testing.T) {
 			want: got{User: "sue", Groups: []string{"dev", "ops"}, Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
+			name:    "requireUserInfo: no annotation refused naming the webhook",
+			pod:     base().Obj(),
+			args:    func(a *Args) { a.RequireUserInfo = true },
+			wantErr: "userquota admission webhook (userquota-webhook)",
+		},
+		{
+			name: "requireUserInfo: YuniKorn's annotation counts",
+			pod:  base().Annotation("yunikorn.apache.org/user.info", `{"user":"bob","groups":["ops"]}`).Obj(),
+			args: func(a *Args) { a.RequireUserInfo = true },
+			want: got{User: "bob", Groups: []string{"ops"}, Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
+		},
+		{
 			name: "YuniKorn's user.info annotation",
 			pod:  base().Annotation("yunikorn.apache.org/user.info", `{"user":"bob","groups":["ops"]}`).Obj(),
 			want: got{User: "bob", Groups: []string{"ops"}, Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},

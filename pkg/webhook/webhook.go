@@ -1,0 +1,416 @@
+// Package webhook holds the admission webhooks that make a pod's identity
+// impossible to forge (docs/security.md): a mutating webhook that stamps
+// userquota.io/user-info on pods and on the pod templates of workloads from
+// the authenticated requester, and a validating webhook that refuses an
+// invalid queue-config ConfigMap.
+//
+// The Handler is stateless: which objects reach it is the webhook
+// configurations' business (manifests/webhook.yaml); what it does with them
+// depends only on the request and on Config.
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// AnnotationUserInfo is the annotation the scheduler reads (the plugin's
+// userquota.AnnotationUserInfo; repeated so this package does not import
+// the scheduler).
+const AnnotationUserInfo = "userquota.io/user-info"
+
+// LabelEnforce on a namespace opts it in: every pod there is scheduled by
+// our scheduler (docs/security.md).
+const LabelEnforce = "userquota.io/enforce"
+
+// Paths the Handler serves.
+const (
+	// PathMutate stamps identity on pods and workloads that name our
+	// scheduler (or, from namespaces that opt in, on every one).
+	PathMutate = "/mutate"
+	// PathMutateEnforced does what PathMutate does and also sets
+	// schedulerName; the webhook configuration sends only namespaces
+	// labelled userquota.io/enforce: "true" here.
+	PathMutateEnforced = "/mutate-enforced"
+	// PathValidateConfig validates the queue-config ConfigMap.
+	PathValidateConfig = "/validate-queue-config"
+)
+
+// DefaultTrustedUsers are the requesters that may create objects carrying
+// the annotation unchanged: the controller manager and its controllers'
+// service accounts (--use-service-account-credentials), which copy the
+// annotation from a template into the objects they create.
+var DefaultTrustedUsers = []string{
+	"system:kube-controller-manager",
+	`system:serviceaccount:kube-system:(replicaset|deployment|statefulset|daemon-set|job|cronjob|replication)-controller`,
+}
+
+// Config says whom the webhook trusts and how it stamps.
+type Config struct {
+	// SchedulerName is our scheduler's profile name (userquota-scheduler).
+	SchedulerName string
+	// TrustedUsers and TrustedGroups match (whole string) the requesters
+	// that may create or change an object carrying any annotation: the
+	// controllers that copy it from templates. An object they create
+	// without one is not stamped with their own name.
+	TrustedUsers, TrustedGroups []*regexp.Regexp
+	// Submitters match (whole string) user names that submit for others (a
+	// workflow engine): they may set the annotation to anyone; without
+	// one, their own identity is stamped.
+	Submitters []*regexp.Regexp
+	// QuotaGroups, when set, keeps only the requester's groups it matches
+	// (whole string) in the stamp; nil keeps every group.
+	QuotaGroups *regexp.Regexp
+	// ConfigMapNamespace, ConfigMapName and ConfigMapKey name the queue
+	// config PathValidateConfig checks; other ConfigMaps are allowed.
+	ConfigMapNamespace, ConfigMapName, ConfigMapKey string
+	// Validate parses a queue config and returns every problem, one per
+	// element (queueconfig.Parse, as `userquotactl validate`).
+	Validate func(data []byte) []string
+}
+
+// CompileList compiles patterns anchored to the whole string; errors name
+// the flag (or setting) and the pattern.
+func CompileList(name string, patterns []string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range patterns {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		re, err := Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// Compile compiles one pattern anchored to the whole string.
+func Compile(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(`^(?:` + p + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", p, err)
+	}
+	return re, nil
+}
+
+// Handler serves the admission webhooks.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// NewHandler returns the webhooks' HTTP handler.
+func NewHandler(cfg Config) *Handler {
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc(PathMutate, h.serve(func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return h.mutate(r, false)
+	}))
+	h.mux.HandleFunc(PathMutateEnforced, h.serve(func(r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		return h.mutate(r, true)
+	}))
+	h.mux.HandleFunc(PathValidateConfig, h.serve(h.validateConfig))
+	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// serve decodes an AdmissionReview, answers it with review and writes it back.
+func (h *Handler) serve(review func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+			return
+		}
+		var in admissionv1.AdmissionReview
+		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&in); err != nil || in.Request == nil {
+			http.Error(w, fmt.Sprintf("want an admission.k8s.io/v1 AdmissionReview: %v", err), http.StatusBadRequest)
+			return
+		}
+		resp := review(in.Request)
+		resp.UID = in.Request.UID
+		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
+		if out.APIVersion == "" {
+			out.APIVersion, out.Kind = "admission.k8s.io/v1", "AdmissionReview"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&out)
+	}
+}
+
+// userInfo is the annotation's JSON.
+type userInfo struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups"`
+}
+
+// templatePaths is where each kind keeps the pod metadata and spec it
+// creates pods from (a Pod: itself).
+var templatePaths = map[string][]string{
+	"Pod":         nil,
+	"Deployment":  {"spec", "template"},
+	"ReplicaSet":  {"spec", "template"},
+	"StatefulSet": {"spec", "template"},
+	"DaemonSet":   {"spec", "template"},
+	"Job":         {"spec", "template"},
+	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
+}
+
+// mutate stamps the requester's identity (or keeps a trusted one), and with
+// enforce sets schedulerName.
+func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admissionv1.AdmissionResponse {
+	logger := klog.Background().WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username, "operation", req.Operation)
+	base, ok := templatePaths[req.Kind.Kind]
+	if !ok || req.SubResource != "" || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return allowed()
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return denied(http.StatusBadRequest, fmt.Sprintf("%s: cannot decode the object: %v", req.Kind.Kind, err))
+	}
+	tmpl := lookup(obj, base)
+	if tmpl == nil {
+		return allowed()
+	}
+	var patch []patchOp
+	ptr := pointer(base)
+
+	// The scheduler, in an enforced namespace.
+	sched, _ := lookup(tmpl, []string{"spec"})["schedulerName"].(string)
+	if enforce && sched != h.cfg.SchedulerName && (req.Operation == admissionv1.Create || req.Kind.Kind != "Pod") {
+		if sched != "" && sched != "default-scheduler" {
+			return denied(http.StatusForbidden, fmt.Sprintf("namespace %s is labelled %s=true: its pods are scheduled by %s, not %q (remove schedulerName or set it to %s)",
+				req.Namespace, LabelEnforce, h.cfg.SchedulerName, sched, h.cfg.SchedulerName))
+		}
+		patch = append(patch, patchOp{Op: "add", Path: ptr + "/spec/schedulerName", Value: h.cfg.SchedulerName})
+		sched = h.cfg.SchedulerName
+	}
+	if sched != h.cfg.SchedulerName {
+		return allowed()
+	}
+
+	meta, _ := tmpl["metadata"].(map[string]any)
+	annotations := map[string]string{}
+	if a, ok := meta["annotations"].(map[string]any); ok {
+		for k, v := range a {
+			s, _ := v.(string)
+			annotations[k] = s
+		}
+	}
+	got, has := annotations[AnnotationUserInfo]
+	var old string
+	var hadOld bool
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		var oldObj map[string]any
+		if err := json.Unmarshal(req.OldObject.Raw, &oldObj); err == nil {
+			if om, ok := lookup(lookup(oldObj, base), []string{"metadata"})["annotations"].(map[string]any); ok {
+				old, hadOld = om[AnnotationUserInfo].(string)
+			}
+		}
+	}
+
+	trusted := h.trusted(req.UserInfo)
+	submitter := h.submitter(req.UserInfo.Username)
+	stamp := h.stamp(req.UserInfo)
+	var want string
+	switch {
+	case req.Operation == admissionv1.Update && hadOld:
+		// The original submitter stays: restored if an apply dropped it,
+		// refused if changed by anyone but a trusted requester.
+		switch {
+		case !has:
+			want = old
+		case got == old:
+			want = old
+		case trusted || submitter:
+			want = got
+		default:
+			return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: annotation %s is set by the userquota webhook at creation and cannot be changed (it is %s; the request sets %s); only trusted requesters may change it, not %q",
+				req.Kind.Kind, req.Namespace, req.Name, AnnotationUserInfo, old, got, req.UserInfo.Username))
+		}
+	case req.Operation == admissionv1.Update && !has && !hadOld:
+		// An object from before the webhook: updating it does not make
+		// the updater its submitter.
+		return patchResponse(patch)
+	case has && (trusted || submitter):
+		want = got
+	case has && !sameIdentity(got, stamp):
+		return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: annotation %s is set by the userquota webhook from who you are (%s); you may not set it to %s: remove it, or ask for %q to be made a trusted user or submitter",
+			req.Kind.Kind, req.Namespace, objName(req, obj), AnnotationUserInfo, stamp, got, req.UserInfo.Username))
+	case trusted:
+		// A controller creating from a template without an annotation: its
+		// own name is not a submitter; the scheduler's requireUserInfo
+		// refuses the pod, naming the webhook.
+		logger.V(2).Info("Trusted requester's object has no user info; not stamped")
+		return patchResponse(patch)
+	default:
+		want = stamp
+	}
+	if has && got == want {
+		return patchResponse(patch)
+	}
+	annotations[AnnotationUserInfo] = want
+	if meta == nil {
+		patch = append(patch, patchOp{Op: "add", Path: ptr + "/metadata", Value: map[string]any{"annotations": annotations}})
+	} else {
+		patch = append(patch, patchOp{Op: "add", Path: ptr + "/metadata/annotations", Value: annotations})
+	}
+	logger.V(4).Info("Stamping user info", "userInfo", want)
+	return patchResponse(patch)
+}
+
+// stamp is the annotation for the requester: user name and the groups
+// that count for quota, sorted.
+func (h *Handler) stamp(u authenticationv1.UserInfo) string {
+	groups := []string{}
+	for _, g := range u.Groups {
+		if h.cfg.QuotaGroups == nil || h.cfg.QuotaGroups.MatchString(g) {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(groups)
+	b, _ := json.Marshal(userInfo{User: u.Username, Groups: groups})
+	return string(b)
+}
+
+// trusted reports whether the requester may create objects carrying any
+// annotation (TrustedUsers, TrustedGroups).
+func (h *Handler) trusted(u authenticationv1.UserInfo) bool {
+	for _, re := range h.cfg.TrustedUsers {
+		if re.MatchString(u.Username) {
+			return true
+		}
+	}
+	for _, g := range u.Groups {
+		for _, re := range h.cfg.TrustedGroups {
+			if re.MatchString(g) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// submitter reports whether the user submits for others (Submitters).
+func (h *Handler) submitter(user string) bool {
+	for _, re := range h.cfg.Submitters {
+		if re.MatchString(user) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameIdentity reports whether an annotation names the same user and
+// groups as the stamp (so a manifest that states its submitter correctly
+// still applies).
+func sameIdentity(annotation, stamp string) bool {
+	var a, b userInfo
+	if json.Unmarshal([]byte(annotation), &a) != nil || json.Unmarshal([]byte(stamp), &b) != nil {
+		return false
+	}
+	sort.Strings(a.Groups)
+	return a.User == b.User && strings.Join(a.Groups, "\n") == strings.Join(b.Groups, "\n")
+}
+
+// validateConfig refuses a queue-config ConfigMap whose config does not
+// parse, listing every problem.
+func (h *Handler) validateConfig(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Kind.Kind != "ConfigMap" || req.Namespace != h.cfg.ConfigMapNamespace || req.Name != h.cfg.ConfigMapName || h.cfg.Validate == nil {
+		return allowed()
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return allowed()
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &cm); err != nil {
+		return denied(http.StatusBadRequest, fmt.Sprintf("ConfigMap %s/%s: %v", req.Namespace, req.Name, err))
+	}
+	data, ok := cm.Data[h.cfg.ConfigMapKey]
+	if !ok {
+		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: data.%s is missing: it holds the queue config", req.Namespace, req.Name, h.cfg.ConfigMapKey))
+	}
+	if problems := h.cfg.Validate([]byte(data)); len(problems) > 0 {
+		noun := "problems"
+		if len(problems) == 1 {
+			noun = "problem"
+		}
+		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: data.%s is not a valid queue config (%d %s):\n%s",
+			req.Namespace, req.Name, h.cfg.ConfigMapKey, len(problems), noun, strings.Join(problems, "\n")))
+	}
+	return allowed()
+}
+
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+func allowed() *admissionv1.AdmissionResponse { return &admissionv1.AdmissionResponse{Allowed: true} }
+
+func denied(code int32, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: metav1.StatusReasonForbidden, Message: msg}}
+}
+
+func patchResponse(patch []patchOp) *admissionv1.AdmissionResponse {
+	resp := allowed()
+	if len(patch) == 0 {
+		return resp
+	}
+	b, _ := json.Marshal(patch)
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = b, &pt
+	return resp
+}
+
+// lookup walks maps along path; nil when a step is missing.
+func lookup(obj map[string]any, path []string) map[string]any {
+	cur := obj
+	for _, p := range path {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}
+
+// pointer is the JSON pointer of path ("" for the root).
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+// objName names the object for messages: its name, or its generateName
+// followed by "*".
+func objName(req *admissionv1.AdmissionRequest, obj map[string]any) string {
+	if req.Name != "" {
+		return req.Name
+	}
+	m := lookup(obj, []string{"metadata"})
+	if n, _ := m["generateName"].(string); n != "" {
+		return n + "*"
+	}
+	return "(new)"
+}
