@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -374,21 +373,8 @@ func printTree(w io.Writer, title string, root *queueNode) bool {
 	return anyHot
 }
 
-// percent is usage as a share of limit, floored, as the usage page shows
-// it (pkg/rest.Percent): a limit of 0 reads as full.
-func percent(usage, limit int64) int {
-	if limit <= 0 {
-		if usage > 0 {
-			return math.MaxInt32
-		}
-		return 100
-	}
-	p := math.Floor(float64(usage) * 100 / float64(limit))
-	if p > math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int(p)
-}
+// percent is the share the usage page shows too (resources.Percent).
+func percent(usage, limit int64) int { return resources.Percent(usage, limit) }
 
 func walkNodes(q *queueNode, depth int, fn func(*queueNode, int)) {
 	fn(q, depth)

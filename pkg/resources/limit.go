@@ -2,6 +2,7 @@ package resources
 
 import (
 	"encoding/json"
+	"math"
 	"sort"
 	"strings"
 )
@@ -147,4 +148,22 @@ func (l Limit) String() string {
 // (a zero bound blocks its resource, so it must be shown).
 func (l Limit) MarshalJSON() ([]byte, error) {
 	return json.Marshal(l.Map())
+}
+
+// Percent is usage as a share of limit, floored, so that 100 means at the
+// limit. A limit of 0 blocks its resource: it reads as full (100), or over
+// when something is used anyway. The usage page and `userquotactl usage`
+// both show it.
+func Percent(usage, limit int64) int {
+	if limit <= 0 {
+		if usage > 0 {
+			return math.MaxInt32
+		}
+		return 100
+	}
+	p := math.Floor(float64(usage) * 100 / float64(limit))
+	if p > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(p)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	_ "embed"
 	"html/template"
-	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -243,22 +242,8 @@ func newCell(kind, name, queue, column string, usage, limit int64, limited bool,
 	return c
 }
 
-// Percent is usage as a share of limit, floored, so that 100 means at the
-// limit. A limit of 0 blocks its resource: it reads as full (100), or over
-// when something is used anyway.
-func Percent(usage, limit int64) int {
-	if limit <= 0 {
-		if usage > 0 {
-			return math.MaxInt32
-		}
-		return 100
-	}
-	p := math.Floor(float64(usage) * 100 / float64(limit))
-	if p > math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int(p)
-}
+// Percent is resources.Percent, kept here for the page's callers.
+func Percent(usage, limit int64) int { return resources.Percent(usage, limit) }
 
 func walk(q *ugm.QueueUsage, depth int, fn func(*ugm.QueueUsage, int)) {
 	fn(q, depth)
