@@ -1,0 +1,314 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"k8s.io/utils/ptr"
+)
+
+// The Kubernetes test server is not stable API across minor versions: all
+// use of it stays in this file.
+
+const (
+	// schedulerName is the profile the scheduler serves and pods name.
+	schedulerName = "userquota-scheduler"
+	// podNamespace holds the measured pods; configNamespace the ConfigMap.
+	podNamespace    = "perf"
+	configNamespace = "userquota-system"
+	configMapName   = "userquota-config"
+)
+
+// cluster is an API server on the shared etcd with nodes.
+type cluster struct {
+	t          testing.TB
+	ctx        context.Context
+	client     kubernetes.Interface
+	config     *rest.Config
+	kubeconfig string
+	token      string
+}
+
+// newCluster starts an API server storing under prefix, creates the
+// namespaces and nodes nodes of 32 cpu, 128Gi and 110 pods.
+func newCluster(t testing.TB, prefix string, nodes int) *cluster {
+	t.Helper()
+	storage := storagebackend.NewDefaultConfig("/"+prefix, nil)
+	storage.Transport.ServerList = []string{etcdURL}
+	server := kubeapiservertesting.StartTestServerOrDie(t, nil, []string{
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		// Between runs the harness deletes every pod of the run at once.
+		"--delete-collection-workers=4",
+	}, storage)
+	t.Cleanup(server.TearDownFn)
+	cfg := rest.CopyConfig(server.ClientConfig)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := &cluster{t: t, ctx: ctx, client: kubernetes.NewForConfigOrDie(cfg), config: cfg, token: cfg.BearerToken}
+	c.kubeconfig = writeKubeconfig(t, cfg)
+	for _, ns := range []string{podNamespace, configNamespace} {
+		if _, err := c.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	err := c.parallel(nodes, func(i int) error {
+		_, err := c.client.CoreV1().Nodes().Create(ctx, perfNode(i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d nodes in %.1fs", nodes, time.Since(start).Seconds())
+	return c
+}
+
+func perfNode(i int) *v1.Node {
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("32"),
+		v1.ResourceMemory: resource.MustParse("128Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i)},
+		Status: v1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+		},
+	}
+}
+
+func writeKubeconfig(t testing.TB, cfg *rest.Config) string {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["perf"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
+		CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
+	kc.AuthInfos["perf"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile}
+	kc.Contexts["perf"] = &clientcmdapi.Context{Cluster: "perf", AuthInfo: "perf"}
+	kc.CurrentContext = "perf"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// parallel runs fn(0..n-1) on 16 workers and returns the first error.
+func (c *cluster) parallel(n int, fn func(i int) error) error {
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// setQueueConfig creates or replaces the ConfigMap the plugin reads.
+func (c *cluster) setQueueConfig(yaml string) {
+	c.t.Helper()
+	cm := &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: configNamespace, Name: configMapName},
+		Data:       map[string]string{"queues.yaml": yaml},
+	}
+	cms := c.client.CoreV1().ConfigMaps(configNamespace)
+	if _, err := cms.Update(c.ctx, cm, metav1.UpdateOptions{}); err == nil {
+		return
+	}
+	if _, err := cms.Create(c.ctx, cm, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// createPods creates pods 0..n-1 of the workload (bound to a node when
+// bind is set) and returns how long it took.
+func (c *cluster) createPods(w workload, n int, bind func(i int) string) time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	err := c.parallel(n, func(i int) error {
+		pod := w.pod(i)
+		if bind != nil {
+			pod.Spec.NodeName = bind(i)
+		}
+		_, err := c.client.CoreV1().Pods(podNamespace).Create(c.ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		c.t.Fatalf("creating pods: %v", err)
+	}
+	return time.Since(start)
+}
+
+// deleteAllPods deletes every pod (grace period 0: no kubelet would
+// confirm) and event in the pod namespace and waits until they are gone.
+func (c *cluster) deleteAllPods() time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := c.client.CoreV1().Pods(podNamespace).DeleteCollection(c.ctx, opts, metav1.ListOptions{}); err != nil {
+		c.t.Fatalf("deleting pods: %v", err)
+	}
+	if err := c.client.CoreV1().Events(podNamespace).DeleteCollection(c.ctx, opts, metav1.ListOptions{}); err != nil {
+		c.t.Fatalf("deleting events: %v", err)
+	}
+	err := wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.client.CoreV1().Pods(podNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return false, nil
+		}
+		return len(l.Items) == 0, nil
+	})
+	if err != nil {
+		c.t.Fatalf("pods not gone: %v", err)
+	}
+	return time.Since(start)
+}
+
+// workload is the pods of a run: pod i belongs to user i%users; users are
+// spread evenly over the queues (consecutive users share a queue) and over
+// the groups (round robin); each user has two applications.
+type workload struct {
+	users, queues, groups int
+}
+
+func (w workload) user(u int) string  { return fmt.Sprintf("user-%04d", u) }
+func (w workload) queue(u int) string { return fmt.Sprintf("q-%03d", u*w.queues/w.users) }
+func (w workload) group(u int) string { return fmt.Sprintf("group-%02d", u%w.groups) }
+
+func (w workload) pod(i int) *v1.Pod {
+	u := i % w.users
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("pod-%06d", i),
+			Namespace: podNamespace,
+			Labels: map[string]string{
+				"userquota.io/queue":  "root." + w.queue(u),
+				"userquota.io/app-id": fmt.Sprintf("%s-app-%d", w.user(u), (i/w.users)%2),
+			},
+			Annotations: map[string]string{
+				"userquota.io/user-info": fmt.Sprintf(`{"user":%q,"groups":[%q]}`, w.user(u), w.group(u)),
+			},
+		},
+		Spec: v1.PodSpec{
+			SchedulerName: schedulerName,
+			Containers: []v1.Container{{
+				Name:  "main",
+				Image: "registry.k8s.io/pause:3.10",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+					v1.ResourceCPU:    resource.MustParse("100m"),
+					v1.ResourceMemory: resource.MustParse("128Mi"),
+				}},
+			}},
+		},
+	}
+}
+
+// atLimit reports whether user u is one of the users at a limit: every
+// (1/fraction)-th user, so they are spread over queues and groups.
+func atLimit(u int, fraction float64) bool {
+	if fraction <= 0 {
+		return false
+	}
+	step := int(1/fraction + 0.5)
+	return u%step == 0
+}
+
+// podsOf returns how many of n pods user u has.
+func (w workload) podsOf(u, n int) int {
+	k := n / w.users
+	if u < n%w.users {
+		k++
+	}
+	return k
+}
+
+// expectRefused returns how many of n pods the refused case's config
+// refuses: for every user at a limit, the pods past half of theirs.
+func (w workload) expectRefused(n int, fraction float64) int {
+	refused := 0
+	for u := 0; u < w.users; u++ {
+		if atLimit(u, fraction) {
+			k := w.podsOf(u, n)
+			refused += k - k/2
+		}
+	}
+	return refused
+}
+
+// queueConfig is the YuniKorn queue config of the run: every leaf has a
+// user limit ("*") and maxapplications loose enough that nothing is
+// refused; root has a loose limit for every group by name and for every
+// user. With fraction > 0 the users at a limit get a named limit on their
+// leaf queue of half of their pods (pods: k/2), so the other half is
+// refused.
+func (w workload) queueConfig(n int, fraction float64) string {
+	var b strings.Builder
+	b.WriteString("partitions:\n- name: default\n  queues:\n  - name: root\n    limits:\n")
+	b.WriteString("    - limit: every group\n      groups: [")
+	for g := 0; g < w.groups; g++ {
+		if g > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", fmt.Sprintf("group-%02d", g))
+	}
+	b.WriteString("]\n      maxresources: {vcore: \"100000\", memory: 100000Gi}\n      maxapplications: 100000\n")
+	b.WriteString("    - limit: every user\n      users: [\"*\"]\n      maxresources: {vcore: \"10000\", memory: 10000Gi}\n")
+	b.WriteString("    queues:\n")
+	for q := 0; q < w.queues; q++ {
+		fmt.Fprintf(&b, "    - name: q-%03d\n      maxapplications: 100000\n      resources:\n        max: {vcore: \"100000\", memory: 100000Gi}\n      limits:\n", q)
+		// Named limits for the users at a limit, grouped by their size.
+		bySize := map[int][]string{}
+		for u := 0; u < w.users; u++ {
+			if u*w.queues/w.users == q && atLimit(u, fraction) {
+				k := w.podsOf(u, n) / 2
+				bySize[k] = append(bySize[k], fmt.Sprintf("%q", w.user(u)))
+			}
+		}
+		sizes := make([]int, 0, len(bySize))
+		for k := range bySize {
+			sizes = append(sizes, k)
+		}
+		sort.Ints(sizes)
+		for _, k := range sizes {
+			fmt.Fprintf(&b, "      - limit: at limit %d\n        users: [%s]\n        maxresources: {pods: \"%d\"}\n", k, strings.Join(bySize[k], ", "), k)
+		}
+		b.WriteString("      - limit: every user\n        users: [\"*\"]\n        maxresources: {vcore: \"1000\", memory: 1000Gi, pods: \"100000\"}\n        maxapplications: 1000\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,140 @@
+// Package perf measures scheduling throughput with and without the
+// UserQuota plugin on a real control plane, in the style of Kubernetes'
+// scheduler_perf: etcd (embedded) and a kube-apiserver (Kubernetes' test
+// server) in this test process, nodes as API objects (no kubelets), and the
+// scheduler as the real binary (bin/userquota-scheduler) in a process of
+// its own, so that its CPU time is its own and every run starts from a
+// fresh process.
+//
+// TestThroughput runs the cases (baseline: the default plugins only, the
+// UserQuota plugin registered but not enabled; userquota: UserQuota at
+// PreFilter and Reserve, every pod admitted; refused: UserQuota with a
+// fraction of the users at a limit that admits half of their pods)
+// interleaved, in a rotated order per run, with the same binary and
+// settings. TestRecovery measures the time from scheduler start to its
+// first decision with many bound pods in the API server.
+//
+// Both are skipped unless -perf is given; `make bench-scheduler` and
+// `make bench-scheduler-smoke` run them. docs/throughput.md has the
+// numbers and the commands.
+package perf
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/klog/v2"
+)
+
+var (
+	perfFlag     = flag.Bool("perf", false, "run the scheduler benchmarks (skipped otherwise)")
+	schedulerBin = flag.String("scheduler", "../../bin/userquota-scheduler", "the scheduler binary (make build)")
+	nodesFlag    = flag.Int("nodes", 1000, "nodes (API objects)")
+	podsFlag     = flag.Int("pods", 10000, "pods scheduled per run")
+	usersFlag    = flag.Int("users", 1000, "users the pods belong to (round robin)")
+	queuesFlag   = flag.Int("queues", 100, "leaf queues under root; users are spread evenly over them")
+	groupsFlag   = flag.Int("groups", 20, "groups (each user is in one)")
+	runsFlag     = flag.Int("runs", 3, "runs of every case, interleaved")
+	casesFlag    = flag.String("case", "baseline,userquota,refused", "cases to run, comma separated: baseline, userquota, refused, control (the baseline again, for an A/A comparison)")
+	atLimitFlag  = flag.Float64("at-limit", 0.2, "refused case: the fraction of users whose limit admits half of their pods")
+	qpsFlag      = flag.Int("qps", 5000, "scheduler client QPS and burst (raised so the API server is the ceiling, not the client limiter)")
+	verbosity    = flag.Int("v-scheduler", 2, "scheduler log verbosity (the production Deployment runs --v=2)")
+	runTimeout   = flag.Duration("run-timeout", 15*time.Minute, "how long one run may take to decide every pod")
+	recoveryPods = flag.Int("recovery-pods", 100000, "TestRecovery: bound pods in the API server when the scheduler starts (0 skips)")
+	recoveryRuns = flag.Int("recovery-runs", 2, "TestRecovery: starts of each profile, interleaved")
+	outDir       = flag.String("out", "", "directory for the report (throughput.md/.json, recovery.md/.json, the scheduler's /metrics of every run); empty: stdout only")
+	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput: capture a CPU profile of the scheduler for this long from its first binding, into -out/pprof/ (0: none)")
+	warmup       = flag.Bool("warmup", true, "TestThroughput: one unreported baseline run first (the API server's start-up work settles)")
+)
+
+// etcdURL is the client URL of the embedded etcd; each API server stores
+// under its own prefix.
+var etcdURL string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !*perfFlag {
+		// Compiled and vetted with everything else, run only on purpose.
+		os.Exit(m.Run())
+	}
+	// The API server's request traces and informer chatter would bury the
+	// results; a failing test still logs through t.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("alsologtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+	stop, err := startEtcd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting etcd:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	if binary.path != "" {
+		os.RemoveAll(filepath.Dir(binary.path))
+	}
+	os.Exit(code)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startEtcd() (func(), error) {
+	dir, err := os.MkdirTemp("", "userquota-perf-etcd")
+	if err != nil {
+		return nil, err
+	}
+	clientPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Dir = dir
+	cfg.Name = "perf"
+	// Its shutdown logs errors about closed listeners; a failure to start
+	// is returned by StartEtcd.
+	cfg.LogLevel = "fatal"
+	cfg.UnsafeNoFsync = true
+	// 100k pods and their events outgrow the 2 GiB default quota.
+	cfg.QuotaBackendBytes = 8 << 30
+	client, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", clientPort))
+	peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", peerPort))
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+	cfg.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peer.String())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("etcd not ready after 60s")
+	}
+	etcdURL = client.String()
+	return func() {
+		e.Close()
+		os.RemoveAll(dir)
+	}, nil
+}

@@ -1,0 +1,448 @@
+package perf
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// profile says which plugins the scheduler runs.
+type profile string
+
+const (
+	// baseline: kube-scheduler's default plugins; UserQuota is registered
+	// (it is the same binary) but not enabled.
+	baseline profile = "baseline"
+	// withQuota: UserQuota at PreFilter and Reserve on top of the defaults.
+	withQuota profile = "userquota"
+)
+
+// schedulerConfig is the KubeSchedulerConfiguration of a run: the same for
+// both profiles but for the plugins block. The client QPS is raised so the
+// client limiter is not the ceiling; restAddress "" and no leader election
+// as for one process on a laptop (hack/local-up.sh does the same).
+func schedulerConfig(kubeconfig string, p profile, qps int) string {
+	plugins := ""
+	if p == withQuota {
+		plugins = `  plugins:
+    preFilter:
+      enabled:
+      - name: UserQuota
+    reserve:
+      enabled:
+      - name: UserQuota
+`
+	}
+	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: %d
+  burst: %d
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: %s
+%s  pluginConfig:
+  - name: UserQuota
+    args:
+      configMapNamespace: %s
+      configMapName: %s
+      restAddress: ""
+      leaderElectionLease: ""
+`, kubeconfig, qps, qps, schedulerName, plugins, configNamespace, configMapName)
+}
+
+// binary is the copy of -scheduler every run executes, made at first use:
+// a `make build` elsewhere during a benchmark must not change the binary
+// between runs.
+var binary struct {
+	once sync.Once
+	path string
+	sum  string // sha256, first 12 hex digits
+	err  error
+}
+
+func binaryCopy(t testing.TB) string {
+	t.Helper()
+	binary.once.Do(func() {
+		src, err := os.ReadFile(*schedulerBin)
+		if err != nil {
+			binary.err = fmt.Errorf("scheduler binary: %v (run make build, or pass -scheduler)", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "userquota-perf-bin")
+		if err != nil {
+			binary.err = err
+			return
+		}
+		binary.path = filepath.Join(dir, "userquota-scheduler")
+		binary.err = os.WriteFile(binary.path, src, 0o755)
+		binary.sum = fmt.Sprintf("%x", sha256.Sum256(src))[:12]
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// schedulerProcess is a running bin/userquota-scheduler.
+type schedulerProcess struct {
+	cmd        *exec.Cmd
+	started    time.Time
+	logPath    string
+	securePort int
+	token      string
+	exited     chan struct{}
+}
+
+// startScheduler runs the binary with the profile's config; its HTTPS
+// server (metrics) on a free loopback port, authenticated and authorized
+// through the API server with the harness's own token.
+func (c *cluster) startScheduler(p profile, dir string) *schedulerProcess {
+	c.t.Helper()
+	bin := binaryCopy(c.t)
+	port, err := freePort()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(schedulerConfig(c.kubeconfig, p, *qpsFlag)), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	s := &schedulerProcess{logPath: filepath.Join(dir, "scheduler.log"), securePort: port, token: c.token, exited: make(chan struct{})}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	s.cmd = exec.Command(bin,
+		"--config="+cfgPath,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--authentication-kubeconfig="+c.kubeconfig, "--authorization-kubeconfig="+c.kubeconfig,
+		fmt.Sprintf("--v=%d", *verbosity))
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// If this test process dies (a timeout's panic), so does the scheduler.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.started = time.Now()
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		c.t.Fatal(err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		logFile.Close()
+		close(s.exited)
+	}()
+	c.t.Cleanup(s.stop)
+	return s
+}
+
+func (s *schedulerProcess) running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL after 10 s, and waits for the exit.
+func (s *schedulerProcess) stop() {
+	if !s.running() {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+func (s *schedulerProcess) logTail(n int) string {
+	b, _ := os.ReadFile(s.logPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
+// on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuSeconds returns the user+system CPU time of the process, all threads.
+func (s *schedulerProcess) cpuSeconds() (float64, error) {
+	return procCPU(s.cmd.Process.Pid)
+}
+
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: fields after its ')'.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// selfCPU returns this process's CPU time (API server, etcd, harness).
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// rssBytes returns the process's resident set size.
+func (s *schedulerProcess) rssBytes() float64 { return procRSS(s.cmd.Process.Pid) }
+
+// procRSS returns a process's resident set size from /proc.
+func procRSS(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return math.NaN()
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb * 1024
+			}
+		}
+	}
+	return math.NaN()
+}
+
+var insecureClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's self-signed serving cert, on loopback
+}}
+
+// metrics scrapes the scheduler's /metrics: the text and its samples.
+func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.securePort), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := insecureClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("GET /metrics: %s: %.300s", resp.Status, b)
+	}
+	m, err := parseMetrics(bytes.NewReader(b))
+	return b, m, err
+}
+
+// cpuProfile fetches /debug/pprof/profile for d and writes it under -out.
+func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, name string) error {
+	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.securePort, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	client := &http.Client{Timeout: d + 30*time.Second, Transport: insecureClient.Transport}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: %s: %.300s", resp.Status, b)
+	}
+	writeRaw(name, b)
+	return nil
+}
+
+// sample is one series of a Prometheus text exposition.
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+// metricSet holds the samples by metric name (histograms as their
+// _bucket, _sum and _count series).
+type metricSet map[string][]sample
+
+// parseMetrics reads the Prometheus text format (what kube-scheduler
+// serves): comments skipped, one sample a line.
+func parseMetrics(r io.Reader) (metricSet, error) {
+	out := metricSet{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, labels, rest := line, map[string]string{}, ""
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			if j < i {
+				return nil, fmt.Errorf("bad metric line %q", line)
+			}
+			name, rest = line[:i], strings.TrimSpace(line[j+1:])
+			parseLabels(line[i+1:j], labels)
+		} else {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				return nil, fmt.Errorf("bad metric line %q", line)
+			}
+			name, rest = f[0], f[1]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("bad metric line %q", line)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad value in %q: %v", line, err)
+		}
+		out[name] = append(out[name], sample{labels: labels, value: v})
+	}
+	return out, sc.Err()
+}
+
+func parseLabels(s string, into map[string]string) {
+	for len(s) > 0 {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
+			return
+		}
+		key := strings.TrimSpace(strings.TrimPrefix(s[:eq], ","))
+		var val strings.Builder
+		i := eq + 2
+		for ; i < len(s) && s[i] != '"'; i++ {
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+			}
+			val.WriteByte(s[i])
+		}
+		into[key] = val.String()
+		s = strings.TrimPrefix(s[min(i+1, len(s)):], ",")
+	}
+}
+
+// match reports whether a sample has every label of want.
+func (s sample) match(want map[string]string) bool {
+	for k, v := range want {
+		if s.labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sum adds the values of a metric's samples matching want.
+func (m metricSet) sum(name string, want map[string]string) float64 {
+	total := 0.0
+	for _, s := range m[name] {
+		if s.match(want) {
+			total += s.value
+		}
+	}
+	return total
+}
+
+// histogram is a Prometheus histogram summed over the series matching a
+// label set.
+type histogram struct {
+	count, sum float64
+	bounds     []float64 // upper bounds, ascending, +Inf last
+	cumulative []float64
+}
+
+func (m metricSet) histogram(name string, want map[string]string) histogram {
+	h := histogram{count: m.sum(name+"_count", want), sum: m.sum(name+"_sum", want)}
+	byBound := map[float64]float64{}
+	for _, s := range m[name+"_bucket"] {
+		if !s.match(want) {
+			continue
+		}
+		le, err := strconv.ParseFloat(s.labels["le"], 64)
+		if err != nil {
+			continue
+		}
+		byBound[le] += s.value
+	}
+	for le := range byBound {
+		h.bounds = append(h.bounds, le)
+	}
+	sort.Float64s(h.bounds)
+	for _, le := range h.bounds {
+		h.cumulative = append(h.cumulative, byBound[le])
+	}
+	return h
+}
+
+func (h histogram) mean() float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	return h.sum / h.count
+}
+
+// quantile estimates the q-quantile as Prometheus' histogram_quantile
+// does: linear within the bucket that holds it.
+func (h histogram) quantile(q float64) float64 {
+	if h.count == 0 || len(h.bounds) == 0 {
+		return math.NaN()
+	}
+	rank := q * h.count
+	lower, below := 0.0, 0.0
+	for i, le := range h.bounds {
+		if h.cumulative[i] >= rank {
+			if math.IsInf(le, 1) {
+				return lower
+			}
+			inBucket := h.cumulative[i] - below
+			if inBucket == 0 {
+				return le
+			}
+			return lower + (le-lower)*(rank-below)/inBucket
+		}
+		lower, below = le, h.cumulative[i]
+	}
+	return lower
+}

@@ -1,0 +1,80 @@
+package perf
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// TestWorkload checks, without a cluster, that the generated queue configs
+// are valid and refuse exactly what the harness expects when the pods are
+// charged in order: nothing in the loose config, the second half of each
+// user-at-a-limit's pods in the refused one. It runs without -perf.
+func TestWorkload(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		users, queues, pods  int
+		fraction             float64
+		wantRefused, wantApp int
+	}{
+		{name: "bench loose", users: 1000, queues: 100, pods: 10000, wantApp: 2000},
+		{name: "bench refused", users: 1000, queues: 100, pods: 10000, fraction: 0.2, wantRefused: 1000, wantApp: 2000},
+		{name: "smoke refused", users: 100, queues: 10, pods: 1000, fraction: 0.2, wantRefused: 100, wantApp: 200},
+		{name: "uneven", users: 7, queues: 3, pods: 25, fraction: 0.5, wantRefused: 8, wantApp: 14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := workload{users: tc.users, queues: tc.queues, groups: 20}
+			if got := w.expectRefused(tc.pods, tc.fraction); got != tc.wantRefused {
+				t.Fatalf("expectRefused = %d, want %d", got, tc.wantRefused)
+			}
+			cfg, err := queueconfig.Parse([]byte(w.queueConfig(tc.pods, tc.fraction)))
+			if err != nil {
+				t.Fatalf("generated config: %v\n%s", err, w.queueConfig(tc.pods, tc.fraction))
+			}
+			m := ugm.New()
+			m.SetConfig(cfg.Partition("default"))
+			refused := 0
+			apps := map[string]bool{}
+			for i := 0; i < tc.pods; i++ {
+				req := requestOf(t, w, i)
+				apps[req.App.ID] = true
+				if err := m.Increase(&req); err != nil {
+					if !strings.Contains(err.Error(), "pods") {
+						t.Fatalf("pod %d refused for something else than its pods limit: %v", i, err)
+					}
+					refused++
+				}
+			}
+			if refused != tc.wantRefused || len(apps) != tc.wantApp {
+				t.Errorf("refused %d pods of %d applications, want %d of %d", refused, len(apps), tc.wantRefused, tc.wantApp)
+			}
+		})
+	}
+}
+
+// requestOf is what the plugin charges for pod i of w (its podRequest,
+// redone from the pod's metadata).
+func requestOf(t *testing.T, w workload, i int) ugm.Request {
+	pod := w.pod(i)
+	var ui struct {
+		User   string   `json:"user"`
+		Groups []string `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(pod.Annotations["userquota.io/user-info"]), &ui); err != nil {
+		t.Fatal(err)
+	}
+	v, err := resources.FromResourceList(pod.Spec.Containers[0].Resources.Requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Set(resources.Intern(resources.Pods), 1)
+	return ugm.Request{
+		User: ui.User, Groups: ui.Groups, Queue: pod.Labels["userquota.io/queue"],
+		App:       ugm.AppKey{Namespace: pod.Namespace, ID: pod.Labels["userquota.io/app-id"]},
+		Resources: v,
+	}
+}
