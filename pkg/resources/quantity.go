@@ -51,8 +51,13 @@ func BaseUnits(name string, q resource.Quantity) (int64, error) {
 		}
 		return v * 1000, nil
 	}
-	// Slow path: fractional or very large values. Exact decimal arithmetic,
-	// then a range check.
+	// Fast path for the common fractional cpu ("100m", "0.5"): within range,
+	// MilliValue is exact, rounding up like kube-scheduler.
+	if milli && q.CmpInt64(math.MaxInt64/1000) <= 0 {
+		return q.MilliValue(), nil
+	}
+	// Slow path: fractional base units or very large values. Exact decimal
+	// arithmetic, then a range check.
 	d := q.AsDec()
 	if milli {
 		d = new(inf.Dec).Mul(d, inf.NewDec(1000, 0))

@@ -23,14 +23,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
+	"github.com/userquota/userquota/test/internal/etcdtest"
 	"k8s.io/klog/v2"
 )
 
@@ -86,55 +84,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a free loopback port.
+func freePort() (int, error) { return etcdtest.FreePort() }
 
+// startEtcd starts the etcd shared by every test and sets etcdURL.
 func startEtcd() (func(), error) {
-	dir, err := os.MkdirTemp("", "userquota-perf-etcd")
+	u, stop, err := etcdtest.Start(etcdtest.Options{Name: "perf", LogLevel: "fatal", QuotaBackendBytes: 8 << 30})
 	if err != nil {
 		return nil, err
 	}
-	clientPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	peerPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cfg := embed.NewConfig()
-	cfg.Dir = dir
-	cfg.Name = "perf"
-	// Its shutdown logs errors about closed listeners; a failure to start
-	// is returned by StartEtcd.
-	cfg.LogLevel = "fatal"
-	cfg.UnsafeNoFsync = true
-	// 100k pods and their events outgrow the 2 GiB default quota.
-	cfg.QuotaBackendBytes = 8 << 30
-	client, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", clientPort))
-	peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", peerPort))
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
-	cfg.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peer.String())
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(60 * time.Second):
-		e.Close()
-		return nil, fmt.Errorf("etcd not ready after 60s")
-	}
-	etcdURL = client.String()
-	return func() {
-		e.Close()
-		os.RemoveAll(dir)
-	}, nil
+	etcdURL = u
+	return stop, nil
 }
