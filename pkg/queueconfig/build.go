@@ -149,7 +149,10 @@ func (pb *partBuild) finish() {
 			if rq.max.given {
 				q.Max = rq.max.q.limit()
 			}
+			q.Sharing = sharing(q.Sharing.Elastic, q.Properties, rq.guaranteed, rq.max)
 			if q.ChildTemplate != nil {
+				ct := q.ChildTemplate
+				ct.Sharing = sharing(ct.Sharing.Elastic, ct.Properties, rq.templateRes[0], rq.templateRes[1])
 				if rq.templateRes[0].given {
 					q.ChildTemplate.Guaranteed = rq.templateRes[0].q.vector()
 				}

@@ -195,7 +195,7 @@ func TestChecksumAndNotices(t *testing.T) {
 	}
 
 	cfg = mustParse(t, string(readCorpusFile(t, "14-use-case-tenant-quotas.yaml")))
-	if got := cfg.Notices[1]; got != "partitions[0].queues[0].queues[0].resources.guaranteed: kept for elastic quotas; not enforced yet (and 3 more)" {
+	if got := cfg.Notices[1]; got != "partitions[0].queues[0].queues[0].resources.guaranteed: "+noticeGuaranteed+" (and 3 more)" {
 		t.Errorf("guaranteed notice: %q", got)
 	}
 	cfg = mustParse(t, underRoot("        submitacl: '*'\n"))

@@ -1,6 +1,9 @@
 package queueconfig
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Keys of YuniKorn's config that we accept, so that a YuniKorn config loads
 // unchanged, but do not act on yet. Each kind is reported once at load, so
@@ -10,7 +13,7 @@ import "fmt"
 
 const (
 	noticeAccepted   = "accepted, not enforced yet"
-	noticeGuaranteed = "kept for elastic quotas; not enforced yet"
+	noticeGuaranteed = "not enforced: guaranteed takes effect with quota.sharing: elastic (docs/elastic.md)"
 	noticeChecksum   = "ignored: the config's checksum is computed from its text"
 	noticeNoACL      = "no queue sets submitacl, so submit ACL checks are off " +
 		"(YuniKorn would refuse every pod; the first submitacl turns checks on)"
@@ -68,20 +71,24 @@ func collectNotices(rc *rawConfig) []string {
 		if rp.resolverSet {
 			n.add("usergroupresolver", rp.resolverP.path, noticeAccepted)
 		}
-		var walk func(q *rawQueue)
-		walk = func(q *rawQueue) {
-			if len(q.properties) > 0 {
-				n.add("properties", q.propertiesP.path, noticeAccepted)
+		var walk func(q *rawQueue, elastic bool)
+		walk = func(q *rawQueue, elastic bool) {
+			for k := range q.properties {
+				if !strings.HasPrefix(k, "quota.") {
+					n.add("properties", q.propertiesP.path, noticeAccepted)
+					break
+				}
 			}
-			if len(q.guaranteed.q) > 0 {
+			elastic = elastic || q.properties[PropSharing] != ""
+			if len(q.guaranteed.q) > 0 && !elastic {
 				n.add("guaranteed", q.guaranteed.p.path, noticeGuaranteed)
 			}
 			for _, c := range q.queues {
-				walk(c)
+				walk(c, elastic)
 			}
 		}
 		for _, q := range rp.queues {
-			walk(q)
+			walk(q, false)
 		}
 	}
 	return n.list()

@@ -268,7 +268,7 @@ func TestQuantities(t *testing.T) {
 		{"negative", "{memory: -1}", `resources.max.memory: negative quantity "-1"`},
 		{"overflow", "{memory: 1000E}", `resources.max.memory: quantity "1000E" is too large`},
 		{"cpu overflow", "{vcore: 10E}", `resources.max.vcore: quantity "10E" is too large`},
-		{"percentage", "{memory: 50%}", `resources.max.memory: percentages are not supported yet: "50%"`},
+		{"percentage", "{memory: 50%}", `resources.max.memory: percentage 50% of root.a needs quota.sharing: elastic`},
 		{"empty", `{memory: ""}`, `resources.max.memory: missing quantity`},
 		{"null", `{memory: }`, `resources.max.memory: missing quantity`},
 		{"vcore and cpu", "{vcore: 1, cpu: 2}", `cpu is given twice (vcore is another name for cpu)`},

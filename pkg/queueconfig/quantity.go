@@ -185,6 +185,10 @@ type resSpec struct {
 	given bool // the key holds a mapping, possibly empty
 	ok    bool // every entry parsed
 	q     qtys
+	// pct are the entries written as percentages (resources.guaranteed and
+	// resources.max only); they are not in q, so the absolute comparisons
+	// of validation skip them and the share computation resolves them.
+	pct []pctQty
 	// raw is the mapping as written (key -> text), for YuniKorn's
 	// deep-equality of partition and root limits.
 	raw map[string]string
@@ -196,9 +200,10 @@ type resSpec struct {
 // Quantities are Kubernetes quantities on purpose, not YuniKorn's integer
 // syntax: decimals such as 0.5 or 1.5Gi are accepted (and rounded up to a
 // whole base unit, millicores for cpu), as are both "vcore" (YuniKorn's CPU)
-// and "cpu". Negative values, values out of int64 range in base units and
-// percentages are errors.
-func (w *walker) resourceMap(n *yaml.Node, p pos, what string) resSpec {
+// and "cpu". Negative values and values out of int64 range in base units
+// are errors; so are percentages, except where pct is set (a queue's
+// guaranteed and max, validated against quota.sharing later).
+func (w *walker) resourceMap(n *yaml.Node, p pos, what string, pct bool) resSpec {
 	spec := resSpec{p: p, ok: true}
 	n, leave, ok := w.enter(n, p)
 	if !ok {
@@ -230,12 +235,26 @@ func (w *walker) resourceMap(n *yaml.Node, p pos, what string) resSpec {
 		}
 		spec.raw[e.key] = s
 		name := resources.CanonicalName(e.key)
+		if pct && isPercent(s) {
+			m, ok := w.percent(s, ep)
+			if !ok {
+				spec.ok = false
+				continue
+			}
+			if _, dup := spec.q.get(name); dup || spec.hasPct(name) {
+				w.errs.at(ep, "%s is given twice (vcore is another name for cpu)", name)
+				spec.ok = false
+				continue
+			}
+			spec.pct = append(spec.pct, pctQty{name: name, milli: m, raw: s, p: ep})
+			continue
+		}
 		v, ok := w.quantity(name, s, ep)
 		if !ok {
 			spec.ok = false
 			continue
 		}
-		if _, dup := spec.q.get(name); dup {
+		if _, dup := spec.q.get(name); dup || spec.hasPct(name) {
 			w.errs.at(ep, "%s is given twice (vcore is another name for cpu)", name)
 			spec.ok = false
 			continue
@@ -243,6 +262,7 @@ func (w *walker) resourceMap(n *yaml.Node, p pos, what string) resSpec {
 		spec.q = append(spec.q, qty{name: name, v: v, raw: s})
 	}
 	sort.Slice(spec.q, func(i, j int) bool { return spec.q[i].name < spec.q[j].name })
+	sort.Slice(spec.pct, func(i, j int) bool { return spec.pct[i].name < spec.pct[j].name })
 	return spec
 }
 
@@ -252,8 +272,8 @@ func (w *walker) quantity(name, s string, p pos) (int64, bool) {
 		w.errs.at(p, "missing quantity")
 		return 0, false
 	}
-	if strings.HasSuffix(strings.TrimSpace(s), "%") {
-		w.errs.at(p, "percentages are not supported yet: %q; give an absolute quantity such as 4 or 16Gi", shorten(s))
+	if isPercent(s) {
+		w.errs.at(p, "a percentage %q is not allowed here: only a queue's resources.guaranteed and resources.max take percentages (with quota.sharing: elastic); give an absolute quantity such as 4 or 16Gi", shorten(s))
 		return 0, false
 	}
 	v, err := resources.ParseQuantity(name, s)

@@ -288,10 +288,10 @@ func (w *walker) walkResources(n *yaml.Node, p pos) (g, m resSpec) {
 	g.ok, m.ok = true, true
 	w.object(n, p, "queue resources", []field{
 		{"guaranteed", func(v *yaml.Node, vp pos) {
-			g = w.resourceMap(v, vp, "guaranteed resources")
+			g = w.resourceMap(v, vp, "guaranteed resources", true)
 		}},
 		{"max", func(v *yaml.Node, vp pos) {
-			m = w.resourceMap(v, vp, "maximum resources")
+			m = w.resourceMap(v, vp, "maximum resources", true)
 		}},
 	})
 	return g, m
@@ -313,7 +313,7 @@ func (w *walker) walkLimits(n *yaml.Node, p pos) []*rawLimit {
 				l.groups, l.groupsP = w.strList(v, vp, "group names")
 			}},
 			{"maxresources", func(v *yaml.Node, vp pos) {
-				l.maxRes = w.resourceMap(v, vp, "maxresources")
+				l.maxRes = w.resourceMap(v, vp, "maxresources", false)
 			}},
 			{"maxapplications", func(v *yaml.Node, vp pos) {
 				l.appsP = vp

@@ -59,6 +59,8 @@ type Queue struct {
 	ChildTemplate   *ChildTemplate
 	// Limits are the user and group limits set on this queue, in config order.
 	Limits []Limit
+	// Sharing holds the elastic-quota settings (sharing.go).
+	Sharing Sharing
 }
 
 // Limit is one entry of a queue's `limits` list. It applies to each user
@@ -81,6 +83,10 @@ type ChildTemplate struct {
 	Properties      map[string]string
 	Guaranteed      resources.Vector
 	Max             resources.Limit
+	// Sharing holds the template's elastic-quota settings; Elastic is set
+	// when the queue holding the template is elastic or the template's
+	// properties turn sharing on.
+	Sharing Sharing
 }
 
 // PlacementRule is one entry of a partition's placementrules.

@@ -77,6 +77,7 @@ func (v *validator) validatePartition(pb *partBuild) {
 			v.checkQueue(pb, q)
 		}
 		v.checkGuaranteed(pb, root, nil)
+		v.checkSharing(pb)
 		v.checkHierarchy(pb, root, newEffective())
 	}
 	v.checkPlacementRules(pb)

@@ -28,6 +28,9 @@ type queueLimits struct {
 	max       resources.Limit
 	maxApps   uint64
 	isParent  bool
+	// share is the queue's input to the share computation; nil for
+	// queues without settings (dynamic parents).
+	share *shareSpec
 }
 
 func compileQueue(q *queueconfig.Queue) *queueLimits {
@@ -35,6 +38,7 @@ func compileQueue(q *queueconfig.Queue) *queueLimits {
 		max:      q.Max,
 		maxApps:  q.MaxApplications,
 		isParent: q.IsParent,
+		share:    compileShare(q.Guaranteed, q.Max, q.Sharing),
 	}
 	rank := 0
 	for _, l := range q.Limits {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/shares"
 )
 
 // AppKey identifies an application. Application ids are only unique within
@@ -68,6 +70,9 @@ type Manager struct {
 	users     map[string]*tracker
 	groups    map[string]*tracker
 	apps      map[AppKey]*app
+	// shares is the share table in force for elastic queues (nil: none
+	// computed yet, shares are not checked). Swapped without m.mu.
+	shares atomic.Pointer[shares.Table]
 }
 
 // New returns a Manager with no config: usage is tracked, nothing is limited.
@@ -330,7 +335,8 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 	if g != nil {
 		gn = g.leafNode(leaf)
 	}
-	if err := m.checkUp(req, leaf, u, g, un, gn, group, newApp); err != nil {
+	st := m.sharesFor(leaf.path, leaf.usage, req.Resources)
+	if err := m.checkUp(req, leaf, u, g, un, gn, group, newApp, st); err != nil {
 		return nil, nil, "", err
 	}
 	return leaf, a, group, nil
@@ -363,7 +369,15 @@ func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
 	if group != "" {
 		g = m.groups[group]
 	}
-	if err := m.checkUp(req, anc, m.users[req.User], g, nil, nil, group, true); err != nil {
+	// The new leaf is empty; its share is in the table when the pod was
+	// counted as pending for it.
+	st := m.sharesFor(req.Queue, nil, req.Resources)
+	if st != nil && tl.share != nil && tl.share.elastic {
+		if r := checkShare(st, req.Queue, nil, req.Resources); r != nil {
+			return nil, nil, "", r
+		}
+	}
+	if err := m.checkUp(req, anc, m.users[req.User], g, nil, nil, group, true, st); err != nil {
 		return nil, nil, "", err
 	}
 	return nil, nil, group, nil
@@ -372,7 +386,7 @@ func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
 // checkUp checks the user, group and queue limits of every queue from from
 // to root. un and gn are the user's and group's nodes at from when the
 // caller has them (nil: looked up). It allocates nothing when req fits.
-func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool) error {
+func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool, st *shares.Table) error {
 	for q := from; q != nil; q = q.parent {
 		// User, then group, then queue at each level, leaf to root.
 		var lim *limitEntry
@@ -415,6 +429,11 @@ func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node
 			if newApp && q.limits.maxApps > 0 && uint64(q.apps)+1 > q.limits.maxApps {
 				return &Refusal{Who: WhoQueue, Name: q.path, Queue: q.path, Limit: LimitApplications,
 					Usage: int64(q.apps), Request: 1, Max: int64(q.limits.maxApps)}
+			}
+			if st != nil && q.limits.share != nil && q.limits.share.elastic {
+				if r := checkShare(st, q.path, q.usage, req.Resources); r != nil {
+					return r
+				}
 			}
 		}
 	}

@@ -43,10 +43,10 @@ var (
 )
 
 // compileTemplate turns a child template into the limits of the dynamic
-// leaves it applies to: its max and maxapplications. Its guaranteed and
-// properties are not enforced (as a configured queue's).
+// leaves it applies to: its max and maxapplications, and its share
+// settings (guaranteed, max, quota.* properties).
 func compileTemplate(t *queueconfig.ChildTemplate) *queueLimits {
-	return &queueLimits{max: t.Max, maxApps: t.MaxApplications}
+	return &queueLimits{max: t.Max, maxApps: t.MaxApplications, share: compileShare(t.Guaranteed, t.Max, t.Sharing)}
 }
 
 // leaf reports whether pods may run in q: a configured queue that is not a

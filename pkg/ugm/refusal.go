@@ -17,6 +17,8 @@ const (
 const (
 	LimitResources    = "resources"
 	LimitApplications = "applications"
+	// LimitShare: the queue's runtime share (elastic quotas).
+	LimitShare = "share"
 )
 
 // Refusal says why an increase does not fit: who would go over which limit
@@ -32,6 +34,9 @@ type Refusal struct {
 	Usage    int64  // current usage (base units, or running applications)
 	Request  int64  // what the increase adds
 	Max      int64  // the limit
+	// Guaranteed is the queue's guaranteed share of Resource, for
+	// LimitShare: the reason says how much of the share was lent.
+	Guaranteed int64
 }
 
 // Error reads well in `kubectl describe pod`, e.g.
@@ -46,6 +51,13 @@ func (r *Refusal) Error() string {
 	id := resources.Intern(r.Resource)
 	amounts := fmt.Sprintf("%s %s+%s > %s", r.Resource, resources.FormatValue(id, r.Usage),
 		resources.FormatValue(id, r.Request), resources.FormatValue(id, r.Max))
+	if r.Limit == LimitShare {
+		lent := "nothing lent by other queues"
+		if r.Max > r.Guaranteed {
+			lent = "lent " + resources.FormatValue(id, r.Max-r.Guaranteed) + " by idle queues"
+		}
+		return fmt.Sprintf("queue %s is at its share: %s (guaranteed %s, %s)", r.Queue, amounts, resources.FormatValue(id, r.Guaranteed), lent)
+	}
 	if r.Who == WhoQueue {
 		return fmt.Sprintf("queue %s would exceed max: %s", r.Queue, amounts)
 	}

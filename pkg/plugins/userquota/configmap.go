@@ -82,7 +82,15 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 	}
 	pl.config.Store(cfg)
 	metrics.RecordConfigReload(metrics.ResultApplied)
-	pl.ugm.SetConfig(cfg.Partition(pl.args.Partition))
+	part := cfg.Partition(pl.args.Partition)
+	pl.ugm.SetConfig(part)
+	pl.pending.invalidate()
+	pl.elastic.Store(elasticPartition(part))
+	if !pl.elastic.Load() {
+		pl.ugm.SetShares(nil)
+	}
+	// Shares follow the new config before the refused pods are retried.
+	pl.recomputeShares(logger)
 	logger.Info("Queue config in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion, "checksum", cfg.Checksum[:12])
 	for _, n := range cfg.Notices {
 		logger.Info("Queue config notice", "notice", n)

@@ -30,6 +30,7 @@ import (
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -73,6 +74,21 @@ type Plugin struct {
 	// activation that followed the free may have run before the pod was
 	// recorded, so PreFilter activates the pod itself.
 	frees atomic.Uint64
+
+	// Elastic quotas (shares.go): elastic is true when the config in force
+	// has shares on; pending and capacity feed the recompute, which
+	// sharesKick wakes and sharesMu serializes; scaled is what the last
+	// recompute reported as scaled down (under sharesMu).
+	elastic    atomic.Bool
+	pending    *pendingPods
+	capacity   *capacity
+	sharesKick chan struct{}
+	sharesMu   sync.Mutex
+	scaled     map[string]bool
+	// capacitySynced reports whether the capacity handlers saw every node
+	// and pod; sharesSynced that a table was computed after that.
+	capacitySynced func() bool
+	sharesSynced   atomic.Bool
 }
 
 // preFilterState is the pod's request as PreFilter computed it. Immutable.
@@ -101,6 +117,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		ledger:  ledger.New(m),
 		ugm:     m,
 		refused: map[string]*refusedPod{},
+
+		pending:    newPendingPods(),
+		capacity:   newCapacity(),
+		sharesKick: make(chan struct{}, 1),
 	}
 	// The config must be in force before running pods are accounted: the
 	// group of an application is resolved from it at its first pod.
@@ -110,6 +130,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pl.startPodHandler(); err != nil {
 		return nil, err
 	}
+	if err := pl.startCapacity(); err != nil {
+		return nil, err
+	}
+	go pl.runShares(ctx)
 	if err := pl.startObservability(ctx); err != nil {
 		return nil, err
 	}
@@ -121,6 +145,9 @@ func (pl *Plugin) Name() string { return Name }
 
 // Ledger returns the plugin's pod ledger (for the REST API and tests).
 func (pl *Plugin) Ledger() *ledger.Ledger { return pl.ledger }
+
+// Shares returns the share table in force (nil: shares are off).
+func (pl *Plugin) Shares() *shares.Table { return pl.ugm.Shares() }
 
 // Config returns the queue config in force, or nil.
 func (pl *Plugin) Config() *queueconfig.Config { return pl.config.Load() }
@@ -145,6 +172,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			return nil, fwk.AsStatus(errors.New("pod informer of UserQuota has not synced"))
 		}
 	}
+	pl.ensureShares(ctx, logger)
 	frees := pl.frees.Load()
 	req, err := pl.podRequest(pod, pl.partition())
 	if err != nil {
@@ -153,6 +181,9 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if err := pl.ledger.Check(&req); err != nil {
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
 		return nil, pl.refuse(logger, pod, &req, err, frees)
+	}
+	if pl.pending.setUserBound(pod.UID, false) {
+		pl.kickShares()
 	}
 	state.Write(stateKey, &preFilterState{req: req})
 	return nil, nil
@@ -163,6 +194,13 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 func (pl *Plugin) refuse(logger klog.Logger, pod *v1.Pod, req *ugm.Request, err error, frees uint64) *fwk.Status {
 	metrics.RecordRefusal(err)
 	pl.remember(pod, req, err)
+	// A pod over a user or group limit cannot use a share: it is not
+	// demand until a later decision says otherwise.
+	var r *ugm.Refusal
+	userBound := errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup)
+	if pl.pending.setUserBound(pod.UID, userBound) {
+		pl.kickShares()
+	}
 	if pl.frees.Load() != frees {
 		// Room may have been freed after the decision: retry at once.
 		pl.activate(logger, func(rp *refusedPod) bool { return rp.pod.UID == pod.UID })

@@ -39,7 +39,13 @@ func (pl *Plugin) ours(pod *v1.Pod) bool { return pod.Spec.SchedulerName == pl.p
 // follows in-place resizes.
 func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	pod, ok := obj.(*v1.Pod)
-	if !ok || !pl.ours(pod) || pod.Spec.NodeName == "" {
+	if !ok || !pl.ours(pod) {
+		return
+	}
+	if pl.pending.update(pod) {
+		pl.kickShares()
+	}
+	if pod.Spec.NodeName == "" {
 		return
 	}
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed ||
@@ -71,6 +77,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	switch {
 	case err == nil:
 		metrics.RecordIncrease(metrics.SourceRunning)
+		pl.kickShares()
 		logger.V(4).Info("Charged a running pod found bound", "pod", klog.KObj(pod), "user", req.User, "queue", req.Queue)
 	case errors.Is(err, ledger.ErrAlreadyAllocated):
 	default:
@@ -112,6 +119,9 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 		return
 	}
 	pl.forget(string(pod.UID))
+	if pl.pending.remove(pod.UID) {
+		pl.kickShares()
+	}
 	pl.release(logger, pod)
 }
 
@@ -128,6 +138,7 @@ func (pl *Plugin) release(logger klog.Logger, pod *v1.Pod) {
 	metrics.RecordDecrease(metrics.SourceRelease)
 	logger.V(4).Info("Released a pod's charge", "pod", klog.KObj(pod), "user", c.Request.User, "queue", c.Request.Queue)
 	pl.activateFor(logger, c.Request)
+	pl.kickShares()
 }
 
 // shrank reports whether any resource went down from old to new.
