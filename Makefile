@@ -50,8 +50,8 @@ test-local: ## make run + make demo + make down, checking the verdicts (builds t
 fuzz: ## fuzz the queue-config parser for FUZZTIME
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./pkg/queueconfig
 
-bench: ## ugm micro-benchmarks (see docs/performance.md)
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./pkg/resources ./pkg/ugm
+bench: ## ugm and share micro-benchmarks (see docs/performance.md)
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./pkg/resources ./pkg/shares ./pkg/ugm
 
 lint: ## gofmt and go vet
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './_output/*'))"; \

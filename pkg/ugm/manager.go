@@ -72,7 +72,7 @@ type Manager struct {
 	apps      map[AppKey]*app
 	// shares is the share table in force for elastic queues (nil: none
 	// computed yet, shares are not checked). Swapped without m.mu.
-	shares atomic.Pointer[shares.Table]
+	shares atomic.Pointer[shareIndex]
 }
 
 // New returns a Manager with no config: usage is tracked, nothing is limited.
@@ -335,7 +335,7 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 	if g != nil {
 		gn = g.leafNode(leaf)
 	}
-	st := m.sharesFor(leaf.path, leaf.usage, req.Resources)
+	st := m.sharesFor(func(x *shareIndex) *shares.Share { return x.get(leaf) }, leaf.usage, req.Resources)
 	if err := m.checkUp(req, leaf, u, g, un, gn, group, newApp, st); err != nil {
 		return nil, nil, "", err
 	}
@@ -371,9 +371,9 @@ func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
 	}
 	// The new leaf is empty; its share is in the table when the pod was
 	// counted as pending for it.
-	st := m.sharesFor(req.Queue, nil, req.Resources)
+	st := m.sharesFor(func(x *shareIndex) *shares.Share { return x.table.Get(req.Queue) }, nil, req.Resources)
 	if st != nil && tl.share != nil && tl.share.elastic {
-		if r := checkShare(st, req.Queue, nil, req.Resources); r != nil {
+		if r := checkShare(st.table.Get(req.Queue), req.Queue, nil, req.Resources); r != nil {
 			return nil, nil, "", r
 		}
 	}
@@ -386,7 +386,7 @@ func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
 // checkUp checks the user, group and queue limits of every queue from from
 // to root. un and gn are the user's and group's nodes at from when the
 // caller has them (nil: looked up). It allocates nothing when req fits.
-func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool, st *shares.Table) error {
+func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool, st *shareIndex) error {
 	for q := from; q != nil; q = q.parent {
 		// User, then group, then queue at each level, leaf to root.
 		var lim *limitEntry
@@ -431,7 +431,7 @@ func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node
 					Usage: int64(q.apps), Request: 1, Max: int64(q.limits.maxApps)}
 			}
 			if st != nil && q.limits.share != nil && q.limits.share.elastic {
-				if r := checkShare(st, q.path, q.usage, req.Resources); r != nil {
+				if r := checkShare(st.get(q), q.path, q.usage, req.Resources); r != nil {
 					return r
 				}
 			}

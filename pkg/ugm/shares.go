@@ -50,13 +50,51 @@ func compileShare(g resources.Vector, m resources.Limit, s queueconfig.Sharing) 
 	return sp
 }
 
-// Shares returns the share table in force (nil: none yet).
-func (m *Manager) Shares() *shares.Table { return m.shares.Load() }
+// shareIndex is a share table in force with each queue's share looked up
+// once, so that the check path finds it by pointer rather than by hashing
+// the queue's path at every level.
+type shareIndex struct {
+	table   *shares.Table
+	byQueue map[*queue]*shares.Share
+}
 
-// SetShares puts a computed share table in force: later checks of elastic
-// queues read it. It takes no lock (an atomic swap), so a recompute never
-// blocks the check path.
-func (m *Manager) SetShares(t *shares.Table) { m.shares.Store(t) }
+// get returns q's share; a queue created after the table was put in force
+// is looked up by path.
+func (x *shareIndex) get(q *queue) *shares.Share {
+	if s, ok := x.byQueue[q]; ok {
+		return s
+	}
+	return x.table.Get(q.path)
+}
+
+// Shares returns the share table in force (nil: none yet).
+func (m *Manager) Shares() *shares.Table {
+	if x := m.shares.Load(); x != nil {
+		return x.table
+	}
+	return nil
+}
+
+// SetShares puts a computed share table in force (nil: none): later checks
+// of elastic queues read it. It takes the read lock to index the table by
+// queue and swaps it in atomically: the check path never waits for a
+// recompute.
+func (m *Manager) SetShares(t *shares.Table) {
+	if t == nil {
+		m.shares.Store(nil)
+		return
+	}
+	x := &shareIndex{table: t}
+	m.mu.RLock()
+	x.byQueue = make(map[*queue]*shares.Share, len(m.queues.byPath))
+	for path, q := range m.queues.byPath {
+		if s := t.Get(path); s != nil {
+			x.byQueue[q] = s
+		}
+	}
+	m.mu.RUnlock()
+	m.shares.Store(x)
+}
 
 // ComputeShares computes the runtime shares of the whole queue tree from
 // the usage ugm tracks plus pending, the requests of pods waiting for each
@@ -147,13 +185,13 @@ func fillSpec(n *shares.Queue, ql *queueLimits) {
 	n.Weight, n.NoLend = ql.share.weight, ql.share.noLend
 }
 
-// shareExempt reports whether req keeps the leaf queue within its
-// guaranteed share: such a pod is never refused by shares (the queue may
-// go over a parent's share until the next recompute; reclaim evens it out).
-// Only the resources the queue's guaranteed names count: the pods: 1 of
-// every charge, or memory when only cpu is guaranteed, does not void it.
-func shareExempt(t *shares.Table, path string, usage, req resources.Vector) bool {
-	s := t.Get(path)
+// shareExempt reports whether req keeps a leaf queue (share s, holding
+// usage) within its guaranteed share: such a pod is never refused by shares
+// (the queue may go over a parent's share until the next recompute; reclaim
+// evens it out). Only the resources the queue's guaranteed names count: the
+// pods: 1 of every charge, or memory when only cpu is guaranteed, does not
+// void it.
+func shareExempt(s *shares.Share, usage, req resources.Vector) bool {
 	if s == nil {
 		return false
 	}
@@ -171,10 +209,9 @@ func shareExempt(t *shares.Table, path string, usage, req resources.Vector) bool
 	return named
 }
 
-// checkShare refuses req when it would take the queue at path, holding
-// usage, over its runtime share.
-func checkShare(t *shares.Table, path string, usage, req resources.Vector) *Refusal {
-	s := t.Get(path)
+// checkShare refuses req when it would take the queue at path (share s,
+// holding usage) over its runtime share.
+func checkShare(s *shares.Share, path string, usage, req resources.Vector) *Refusal {
 	if s == nil {
 		return nil
 	}
@@ -186,13 +223,13 @@ func checkShare(t *shares.Table, path string, usage, req resources.Vector) *Refu
 		Usage: usage.Get(id), Request: req.Get(id), Max: mustGet(s.Runtime, id), Guaranteed: s.Guaranteed.Get(id)}
 }
 
-// sharesFor returns the share table the check of req uses: nil when none
-// is in force or when req keeps its leaf queue (at path, holding usage)
+// sharesFor returns the share index the check of req uses: nil when none
+// is in force or when req keeps its leaf queue (share leaf, holding usage)
 // within its guaranteed share.
-func (m *Manager) sharesFor(path string, usage, req resources.Vector) *shares.Table {
-	st := m.shares.Load()
-	if st != nil && shareExempt(st, path, usage, req) {
+func (m *Manager) sharesFor(leaf func(*shareIndex) *shares.Share, usage, req resources.Vector) *shareIndex {
+	x := m.shares.Load()
+	if x != nil && shareExempt(leaf(x), usage, req) {
 		return nil
 	}
-	return st
+	return x
 }
