@@ -15,10 +15,13 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/shares"
 )
 
 // browserConfig and browserCharges make a page worth looking at: sue at
-// her cpu limit (hot), alice at 75 % of hers (warn), bob well under.
+// her cpu limit (hot), alice at 75 % of hers (warn), bob well under; batch
+// shares elastically (guaranteed 4 cpu and 16Gi), default does not.
 const browserConfig = `
 partitions:
 - name: default
@@ -38,7 +41,10 @@ partitions:
     - name: default
     - name: batch
       maxapplications: 4
+      properties:
+        quota.sharing: elastic
       resources:
+        guaranteed: {vcore: 4, memory: 16Gi}
         max: {vcore: 6, memory: 24Gi}
 `
 
@@ -96,7 +102,11 @@ func TestPageInChromium(t *testing.T) {
 		t.Skip("chromium not installed: apt-get install chromium")
 	}
 	m, cfg := newManager(t, browserConfig, browserCharges)
-	srv := httptest.NewServer(NewHandler(Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg }}))
+	// A cluster of 12 cpu and 48Gi, 2 more cpu wanted by batch.
+	m.SetShares(m.ComputeShares(map[string]resources.Vector{"root.batch": resources.FromMap(map[string]int64{"cpu": 2000, "pods": 1})},
+		resources.NewLimit(map[string]int64{"cpu": 12000, "memory": 48 << 30, "pods": 110})))
+	srv := httptest.NewServer(NewHandler(Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg },
+		Shares: func() *shares.Table { return m.Shares() }}))
 	defer srv.Close()
 
 	shots := filepath.Join(repoRoot(t), "_output", "screenshots")
@@ -141,6 +151,17 @@ func TestPageInChromium(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, sue); diff != "" {
 		t.Errorf("sue's bars in Chromium's DOM (-want,+got):\n%s\nDOM:\n%s", diff, stdout.String())
+	}
+	var batch []string
+	for _, q := range quotas(doc) {
+		if q.Queue == "root.batch" {
+			batch = append(batch, q.Resource+" "+q.Text+" enforced="+q.Enforced)
+		}
+	}
+	share := m.Shares().Get("root.batch")
+	cpuShare, _ := share.Runtime.Get(resources.Intern("cpu"))
+	if want := "cpu 4 / " + resources.FormatValue(resources.Intern("cpu"), cpuShare) + " / 6 enforced=true"; len(batch) == 0 || batch[0] != want {
+		t.Errorf("batch's guaranteed / share / max in Chromium's DOM: %q, want %q first", batch, want)
 	}
 	articles := findAll(doc, func(n *html.Node) bool { return n.Data == "article" && attr(n, "data-name") == "sue" })
 	if len(articles) != 1 || !hasClass(articles[0], "hot") {

@@ -1,7 +1,10 @@
 package rest
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
@@ -29,7 +32,8 @@ type PartitionInfo struct {
 }
 
 // QueueInfo is one queue. Quantities are Kubernetes quantity strings, as in
-// the YAML ("500m", "25G"); cpu is named cpu whether the YAML said vcore or cpu.
+// the YAML ("500m", "25G"), or percentages ("25%") where the YAML gave one
+// (elastic queues); cpu is named cpu whether the YAML said vcore or cpu.
 type QueueInfo struct {
 	Name            string            `json:"name"`
 	QueuePath       string            `json:"queuePath"`
@@ -95,8 +99,10 @@ func queueInfo(q *queueconfig.Queue) QueueInfo {
 		AdminACL:        q.AdminACL,
 		SubmitACL:       q.SubmitACL,
 	}
-	if len(q.Guaranteed) > 0 || q.Max != nil {
-		qi.Resources = &ResourcesInfo{Guaranteed: vectorStrings(q.Guaranteed), Max: limitStrings(q.Max)}
+	g := withPercents(vectorStrings(q.Guaranteed), q.Sharing.GuaranteedPct)
+	m := withPercents(limitStrings(q.Max), q.Sharing.MaxPct)
+	if g != nil || m != nil {
+		qi.Resources = &ResourcesInfo{Guaranteed: g, Max: m}
 	}
 	for _, l := range q.Limits {
 		qi.Limits = append(qi.Limits, LimitInfo{
@@ -111,6 +117,25 @@ func queueInfo(q *queueconfig.Queue) QueueInfo {
 		qi.Queues = append(qi.Queues, queueInfo(c))
 	}
 	return qi
+}
+
+// withPercents adds the entries written as percentages (in
+// 1/queueconfig.PercentScale of a percent) to m, rendered as in the YAML.
+func withPercents(m map[string]string, pct map[resources.ID]int64) map[string]string {
+	if len(pct) == 0 {
+		return m
+	}
+	if m == nil {
+		m = make(map[string]string, len(pct))
+	}
+	for id, p := range pct {
+		s := strconv.FormatInt(p/queueconfig.PercentScale, 10)
+		if frac := p % queueconfig.PercentScale; frac != 0 {
+			s += strings.TrimRight(fmt.Sprintf(".%03d", frac), "0")
+		}
+		m[id.Name()] = s + "%"
+	}
+	return m
 }
 
 // limitStrings renders a limit's bounds, zeros included (a zero blocks).

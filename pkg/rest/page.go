@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -40,9 +41,12 @@ type pageData struct {
 	Generated string
 	Refresh   int
 	Hot       []hotItem
-	Queues    treeView
-	Users     []whoView
-	Groups    []whoView
+	// Shares: a share table is in force, so the queue tree shows each
+	// queue's guaranteed / share / max.
+	Shares bool
+	Queues treeView
+	Users  []whoView
+	Groups []whoView
 }
 
 // hotItem is one meter at or over HotPercent, for the summary at the top.
@@ -89,7 +93,38 @@ type cellView struct {
 	Share                       string // Percent as text; "blocked" for a limit of 0
 	Width                       int    // Percent capped at 100
 	Level                       string
+	// Quota is the queue's guaranteed / runtime share / max of this
+	// resource, when a share table has the queue; nil otherwise.
+	Quota *quotaView
 }
+
+// quotaView is one resource of one queue's elastic quota: guaranteed,
+// runtime share and max, formatted ("∞": unlimited), and raw for the
+// data- attributes ("" for unlimited).
+type quotaView struct {
+	Queue, Resource                 string // for the data- attributes
+	Guaranteed, Share, Max          string
+	GuaranteedRaw, ShareRaw, MaxRaw string
+	// Scaled is the guaranteed in effect when it was scaled down (the
+	// guarantees no longer fit); "" when not.
+	Scaled string
+	// Enforced: the queue is elastic, so admission checks the share;
+	// otherwise the share is computed but does not refuse pods.
+	Enforced bool
+	// Short: enforced, and the queue wants more than its share (its
+	// demand, usage plus pending, is over it: pods wait for capacity lent
+	// elsewhere) or holds more than it (the share shrank).
+	Short bool
+	// Demand is the demand the share was computed for, formatted.
+	Demand string
+}
+
+// unlimited is how the page shows an unbounded guaranteed, share or max.
+const unlimited = "∞"
+
+// shareLookup finds a queue's share and whether it is enforced; nil when
+// there is no share table (the tree then shows no quotas).
+type shareLookup func(q *ugm.QueueUsage) (sh *shares.Share, enforced bool)
 
 // page serves the read-only usage page.
 func (s *server) page(w http.ResponseWriter, _ *http.Request) {
@@ -117,7 +152,21 @@ func (s *server) pageData(now time.Time) pageData {
 			d.Checksum = cfg.Checksum[:12]
 		}
 	}
-	d.Queues = newTreeView("queue", "", s.opts.Usage.Queues())
+	var quotas shareLookup
+	if t := s.shareTable(); t != nil {
+		d.Shares = true
+		part := s.partitionConfig()
+		dyn, _ := s.opts.Usage.(dynamicQueues)
+		quotas = func(q *ugm.QueueUsage) (*shares.Share, bool) {
+			sh := t.Get(q.QueuePath)
+			if sh == nil {
+				return nil, false
+			}
+			_, enforced := queueState(part, dyn, q.QueuePath, len(q.Children) == 0, true)
+			return sh, enforced
+		}
+	}
+	d.Queues = newQueueTreeView(s.opts.Usage.Queues(), quotas)
 	for _, u := range s.opts.Usage.Users() {
 		wv := s.newWhoView("user", u.UserName, u.Queues)
 		ids := make([]string, 0, len(u.Groups))
@@ -175,17 +224,43 @@ func (s *server) newWhoView(kind, name string, root *ugm.QueueUsage) whoView {
 // running applications, then every resource used or limited anywhere in
 // the tree, by name. name "" means the queue's own path (the queue tree).
 func newTreeView(kind, name string, root *ugm.QueueUsage) treeView {
+	return buildTreeView(kind, name, root, nil)
+}
+
+// newQueueTreeView is the queue tree's view; with quotas, each resource
+// cell of a queue the share table has carries its guaranteed / share / max,
+// and the columns include every resource a queue's guaranteed or max
+// names.
+func newQueueTreeView(root *ugm.QueueUsage, quotas shareLookup) treeView {
+	return buildTreeView("queue", "", root, quotas)
+}
+
+func buildTreeView(kind, name string, root *ugm.QueueUsage, quotas shareLookup) treeView {
 	var tv treeView
 	if root == nil {
 		return tv
 	}
 	names := map[string]bool{}
-	walk(root, 0, func(q *ugm.QueueUsage, _ int) {
+	walk(root, 0, func(q *ugm.QueueUsage, depth int) {
 		for n := range q.ResourceUsage.Map() {
 			names[n] = true
 		}
 		for _, b := range q.MaxResources {
 			names[b.ID.Name()] = true
+		}
+		if quotas == nil || depth == 0 {
+			// Root's guaranteed and max in the table are the capacity,
+			// which names every allocatable resource: not a reason for
+			// a column.
+			return
+		}
+		if sh, _ := quotas(q); sh != nil {
+			for n := range sh.Configured.Map() {
+				names[n] = true
+			}
+			for _, b := range sh.Max {
+				names[b.ID.Name()] = true
+			}
 		}
 	})
 	tv.Columns = append(tv.Columns, appsColumn)
@@ -204,11 +279,20 @@ func newTreeView(kind, name string, root *ugm.QueueUsage) treeView {
 		row := rowView{Queue: q.QueuePath, Name: lastElement(q.QueuePath), Indent: depth * 2}
 		running, maxApps := int64(len(q.RunningApplications)), int64(q.MaxApplications)
 		row.Cells = append(row.Cells, newCell(kind, who, q.QueuePath, appsColumn, running, maxApps, maxApps > 0, itoa))
+		var sh *shares.Share
+		var enforced bool
+		if quotas != nil {
+			sh, enforced = quotas(q)
+		}
 		for _, rn := range res {
 			id := resources.Intern(rn)
 			max, limited := q.MaxResources.Get(id)
 			format := func(x int64) string { return resources.FormatValue(id, x) }
-			row.Cells = append(row.Cells, newCell(kind, who, q.QueuePath, rn, q.ResourceUsage.Get(id), max, limited, format))
+			c := newCell(kind, who, q.QueuePath, rn, q.ResourceUsage.Get(id), max, limited, format)
+			if sh != nil {
+				c.Quota = newQuota(id, sh, enforced, q.ResourceUsage.Get(id))
+			}
+			row.Cells = append(row.Cells, c)
 		}
 		for _, c := range row.Cells {
 			row.Hot = row.Hot || c.Level == "hot"
@@ -240,6 +324,29 @@ func newCell(kind, name, queue, column string, usage, limit int64, limited bool,
 		c.Level = "ok"
 	}
 	return c
+}
+
+// newQuota is one resource of a queue's share, holding usage.
+func newQuota(id resources.ID, sh *shares.Share, enforced bool, usage int64) *quotaView {
+	qv := &quotaView{Queue: sh.Path, Resource: id.Name(), Enforced: enforced}
+	amount := func(x int64, ok bool) (string, string) {
+		if !ok || x == shares.Unlimited {
+			return unlimited, ""
+		}
+		return resources.FormatValue(id, x), strconv.FormatInt(x, 10)
+	}
+	g := sh.Configured.Get(id)
+	qv.Guaranteed, qv.GuaranteedRaw = amount(g, true)
+	if eff := sh.Guaranteed.Get(id); eff != g {
+		qv.Scaled, _ = amount(eff, true)
+	}
+	share, limited := sh.Runtime.Get(id)
+	qv.Share, qv.ShareRaw = amount(share, limited)
+	qv.Max, qv.MaxRaw = amount(sh.Max.Get(id))
+	demand := sh.Demand.Get(id)
+	qv.Demand = resources.FormatValue(id, demand)
+	qv.Short = enforced && limited && (demand > share || usage > share)
+	return qv
 }
 
 // Percent is resources.Percent, kept here for the page's callers.

@@ -1,11 +1,15 @@
 package rest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
+
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/shares"
 )
 
 // parseHTML parses a page, failing the test on error.
@@ -119,6 +123,9 @@ func TestPage(t *testing.T) {
 	}
 	if s := findAll(doc, func(n *html.Node) bool { return n.Data == "script" }); len(s) > 0 {
 		t.Errorf("the page has %d script elements", len(s))
+	}
+	if q := quotas(doc); len(q) != 0 {
+		t.Errorf("quota lines without a share table: %+v", q)
 	}
 
 	// Values: every bar, with its numbers, level and width.
@@ -266,4 +273,145 @@ func boolString(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// quota is what one guaranteed / share / max line of the page says.
+type quota struct {
+	Queue, Resource        string
+	Guaranteed, Share, Max string // data- attributes: base units, "" unlimited
+	Enforced, Class, Text  string
+}
+
+// quotas lists the page's quota lines in document order.
+func quotas(doc *html.Node) []quota {
+	var out []quota
+	for _, n := range findAll(doc, func(n *html.Node) bool { return hasClass(n, "quota") }) {
+		q := quota{Queue: attr(n, "data-queue"), Resource: attr(n, "data-resource"), Guaranteed: attr(n, "data-guaranteed"),
+			Share: attr(n, "data-share"), Max: attr(n, "data-max"), Enforced: attr(n, "data-enforced"), Text: text(n)}
+		for _, c := range []string{"advisory", "short"} {
+			if hasClass(n, c) {
+				q.Class = c
+			}
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// With a share table, every resource cell of the queue tree says the
+// queue's guaranteed / share / max; users' and groups' trees do not.
+func TestPageShares(t *testing.T) {
+	o := elasticOptions(t, true, false)
+	table := o.Shares()
+	status, body, _ := get(t, NewHandler(o), "GET", "/", nil)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	doc := parseHTML(t, body)
+	if len(findAll(doc, func(n *html.Node) bool { return attr(n, "id") == "quota-legend" })) != 1 {
+		t.Error("no legend for guaranteed / share / max")
+	}
+	got := quotas(doc)
+	// One line per queue of the tree and resource column (cpu, memory,
+	// pods), in row order.
+	var want []quota
+	for _, path := range []string{"root", "root.default", "root.shared", "root.shared.a", "root.shared.b", "root.shared.tenants"} {
+		sh := table.Get(path)
+		if sh == nil {
+			t.Fatalf("no share for %s", path)
+		}
+		for _, rn := range []string{"cpu", "memory", "pods"} {
+			id := resources.Intern(rn)
+			raw := func(x int64, ok bool) string {
+				if !ok {
+					return ""
+				}
+				return strconv.FormatInt(x, 10)
+			}
+			show := func(x int64, ok bool) string {
+				if !ok {
+					return "∞"
+				}
+				return resources.FormatValue(id, x)
+			}
+			share, shareOK := sh.Runtime.Get(id)
+			max, maxOK := sh.Max.Get(id)
+			g := sh.Configured.Get(id)
+			enforced := strings.HasPrefix(path, "root.shared")
+			q := quota{Queue: path, Resource: rn, Guaranteed: raw(g, true), Share: raw(share, shareOK), Max: raw(max, maxOK),
+				Enforced: boolString(enforced), Text: show(g, true) + " / " + show(share, shareOK) + " / " + show(max, maxOK)}
+			usage := map[string]map[string]int64{
+				"root.shared.a": {"cpu": 2000, "memory": 2 << 30, "pods": 2},
+				"root.shared.b": {"cpu": 3000, "memory": 2 << 30, "pods": 1},
+			}[path][rn]
+			usage += map[string]map[string]int64{
+				"root.shared": {"cpu": 5000, "memory": 4 << 30, "pods": 3},
+			}[path][rn]
+			switch {
+			case !enforced:
+				q.Class = "advisory"
+			case shareOK && (sh.Demand.Get(id) > share || usage > share):
+				q.Class = "short"
+			}
+			want = append(want, q)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quota lines (-want,+got):\n%s", diff)
+	}
+
+	// Values that do not depend on how the surplus is split: root is the
+	// capacity, a's guaranteed and max as configured, root.default's
+	// share not enforced.
+	byKey := map[string]quota{}
+	for _, q := range got {
+		byKey[q.Queue+" "+q.Resource] = q
+	}
+	for key, text := range map[string]string{
+		"root cpu":             "20 / 20 / 20",
+		"root memory":          "64Gi / 64Gi / 64Gi",
+		"root.shared.a cpu":    "4 / " + resources.FormatValue(resources.Intern("cpu"), mustShare(t, table, "root.shared.a", "cpu")) + " / 10",
+		"root.shared.b memory": "0 / 2Gi / ∞",
+	} {
+		if q := byKey[key]; q.Text != text {
+			t.Errorf("%s: %q, want %q", key, q.Text, text)
+		}
+	}
+	// b wants 7 cpu (3 running, 4 pending) and, with its low weight, gets
+	// less; its memory share is what it holds, all it wants.
+	if q := byKey["root.shared.b cpu"]; q.Class != "short" {
+		t.Errorf("b wants more cpu than its share but the line is %q", q.Class)
+	}
+	if q := byKey["root.shared.b memory"]; q.Class != "" {
+		t.Errorf("b has all the memory it wants but the line is %q", q.Class)
+	}
+	if q := byKey["root.default cpu"]; q.Class != "advisory" || q.Enforced != "false" {
+		t.Errorf("root.default is outside sharing but its line is %+v", q)
+	}
+
+	// The meters are unchanged: usage against max.
+	for _, m := range meters(doc) {
+		if m.Who == "queue" && m.Queue == "root.shared.a" && m.Resource == "cpu" && m.Text != "2 / 10 · 20%" {
+			t.Errorf("a's cpu meter %q", m.Text)
+		}
+	}
+
+	// Without a table, no quota lines and no legend.
+	_, body, _ = get(t, NewHandler(elasticOptions(t, false, false)), "GET", "/", nil)
+	doc = parseHTML(t, body)
+	if q := quotas(doc); len(q) != 0 {
+		t.Errorf("quota lines without a share table: %+v", q)
+	}
+	if strings.Contains(body, "quota-legend") {
+		t.Error("legend without a share table")
+	}
+}
+
+func mustShare(t *testing.T, table *shares.Table, path, resource string) int64 {
+	t.Helper()
+	x, ok := table.Get(path).Runtime.Get(resources.Intern(resource))
+	if !ok {
+		t.Fatalf("%s has no %s share", path, resource)
+	}
+	return x
 }

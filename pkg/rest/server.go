@@ -1,7 +1,9 @@
 // Package rest serves the quota usage over HTTP: YuniKorn's usage endpoints
-// and JSON shape (/ws/v1/partition/{p}/usage/...), the queue config in force
-// (/ws/v1/config), a read-only HTML usage page (/), and health and
-// readiness (/healthz, /readyz). docs/api.md describes every endpoint.
+// and JSON shape (/ws/v1/partition/{p}/usage/...), the queue tree in
+// YuniKorn's queue shape with guaranteed, max and runtime shares
+// (/ws/v1/partition/{p}/queues), the queue config in force (/ws/v1/config),
+// a read-only HTML usage page (/), and health and readiness (/healthz,
+// /readyz). docs/api.md describes every endpoint.
 //
 // The package reads what it serves through small interfaces (a Usage
 // source, which *ugm.Manager implements, a config getter and a leader
@@ -19,6 +21,8 @@ import (
 	"unicode"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -49,6 +53,18 @@ type Options struct {
 	// Config returns the queue config in force (nil: none, no limits).
 	// A nil func means the same.
 	Config func() *queueconfig.Config
+	// Shares returns the share table in force (elastic queue quotas:
+	// (*ugm.Manager).Shares). A nil func, or a nil table (none computed
+	// yet), means no shares: the queues endpoint and the page then show
+	// no runtime share, and percentages of guaranteed and max unresolved.
+	Shares func() *shares.Table
+	// Pending returns the requests of the pods waiting to be scheduled,
+	// summed by the full path of the leaf queue each is placed in (a
+	// dynamic queue that does not exist yet included). The handler only
+	// reads the map, possibly after Pending returned; the caller must not
+	// change it afterwards. A nil func means not available: the queues
+	// endpoint then leaves pendingResource out.
+	Pending func() map[string]resources.Vector
 	// Leader is the leader check; nil means always leading (one replica).
 	Leader LeaderFunc
 	// Auth protects every path except /healthz and /readyz (which kubelet
@@ -66,6 +82,7 @@ func NewHandler(o Options) http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("/ws/v1/partition/{partition}/usage/{rest...}", s.leaderOnly(s.usage))
 	api.HandleFunc("/ws/v1/partition/{partition}/usage", s.leaderOnly(s.usage))
+	api.HandleFunc("/ws/v1/partition/{partition}/queues", s.leaderOnly(s.queues))
 	api.HandleFunc("/ws/v1/config", s.config)
 	api.HandleFunc("/{$}", s.leaderOnly(s.page))
 	api.HandleFunc("/", s.notFound)
@@ -173,14 +190,7 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 // usage serves /ws/v1/partition/{partition}/usage/{users|groups|queues}
 // and /usage/{user|group}/{name}.
 func (s *server) usage(w http.ResponseWriter, r *http.Request) {
-	partition := r.PathValue("partition")
-	if msg := badName(partition); msg != "" {
-		writeError(w, http.StatusBadRequest, "bad partition name: "+msg, "")
-		return
-	}
-	if partition != s.opts.Partition {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("partition %q not found", partition),
-			fmt.Sprintf("this scheduler enforces partition %q", s.opts.Partition))
+	if !s.partitionOK(w, r) {
 		return
 	}
 	// Split the escaped path, so that a name holding an escaped "/" (%2F,
@@ -247,6 +257,23 @@ func (s *server) usage(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("group %q not found", name), "the group has no running applications in this partition")
 		}
 	}
+}
+
+// partitionOK checks the {partition} of the path: it answers 400 for a bad
+// name and 404 for a partition other than the one this scheduler enforces,
+// and returns false; true when the request may go on.
+func (s *server) partitionOK(w http.ResponseWriter, r *http.Request) bool {
+	partition := r.PathValue("partition")
+	if msg := badName(partition); msg != "" {
+		writeError(w, http.StatusBadRequest, "bad partition name: "+msg, "")
+		return false
+	}
+	if partition != s.opts.Partition {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("partition %q not found", partition),
+			fmt.Sprintf("this scheduler enforces partition %q", s.opts.Partition))
+		return false
+	}
+	return true
 }
 
 // maxNameLen bounds names in paths; Kubernetes user names have no limit,

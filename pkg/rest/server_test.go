@@ -171,7 +171,8 @@ func TestFollower(t *testing.T) {
 	h := NewHandler(opts)
 	notLeader := errorJSON(503, "not the leader",
 		"this scheduler replica is not the leader; only the leader has the live usage: the Lease is held by host-b_1234") + "\n"
-	for _, path := range []string{"/ws/v1/partition/default/usage/users", "/ws/v1/partition/default/usage/user/sue", "/ws/v1/partition/nope/usage/users", "/"} {
+	for _, path := range []string{"/ws/v1/partition/default/usage/users", "/ws/v1/partition/default/usage/user/sue", "/ws/v1/partition/nope/usage/users",
+		"/ws/v1/partition/default/queues", "/"} {
 		status, body, header := get(t, h, "GET", path, nil)
 		if status != 503 || body != notLeader {
 			t.Errorf("%s: %d %s, want 503 %s", path, status, body, notLeader)

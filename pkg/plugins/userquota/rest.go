@@ -48,6 +48,8 @@ func (pl *Plugin) startObservability(ctx context.Context) error {
 		Usage:     pl.ugm,
 		Config:    pl.Config,
 		Leader:    leader,
+		Shares:    pl.ugm.Shares,
+		Pending:   pl.pendingByQueue,
 	}
 	var tlsConfig *tls.Config
 	if pl.args.RESTAuthEnabled() {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -84,9 +85,7 @@ func (pl *Plugin) recomputeShares(logger klog.Logger) {
 		pl.ugm.SetShares(nil)
 		return
 	}
-	cfg := pl.partition()
-	pending := pl.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return pl.podRequest(pod, cfg) },
-		func(uid types.UID) bool { _, live := pl.ledger.Get(string(uid)); return live })
+	pending := pl.pendingByQueue()
 	start := time.Now()
 	t := pl.ugm.ComputeShares(pending, pl.capacity.total())
 	old := pl.ugm.Shares()
@@ -101,6 +100,14 @@ func (pl *Plugin) recomputeShares(logger klog.Logger) {
 			return errors.As(rp.reason, &r) && r.Limit == ugm.LimitShare
 		})
 	}
+}
+
+// pendingByQueue is the demand of the pending pods by leaf queue path, as
+// the share computation counts it (the REST queues endpoint shows it).
+func (pl *Plugin) pendingByQueue() map[string]resources.Vector {
+	cfg := pl.partition()
+	return pl.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return pl.podRequest(pod, cfg) },
+		func(uid types.UID) bool { _, live := pl.ledger.Get(string(uid)); return live })
 }
 
 // runtimesChanged reports whether any queue's runtime share differs.
