@@ -182,7 +182,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
 		return nil, pl.refuse(logger, pod, &req, err, frees)
 	}
-	if pl.pending.setUserBound(pod.UID, false) {
+	if pl.elastic.Load() && pl.pending.setUserBound(pod.UID, false) {
 		pl.kickShares()
 	}
 	state.Write(stateKey, &preFilterState{req: req})
@@ -198,7 +198,7 @@ func (pl *Plugin) refuse(logger klog.Logger, pod *v1.Pod, req *ugm.Request, err 
 	// demand until a later decision says otherwise.
 	var r *ugm.Refusal
 	userBound := errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup)
-	if pl.pending.setUserBound(pod.UID, userBound) {
+	if pl.elastic.Load() && pl.pending.setUserBound(pod.UID, userBound) {
 		pl.kickShares()
 	}
 	if pl.frees.Load() != frees {
