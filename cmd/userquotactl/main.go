@@ -24,7 +24,7 @@ and shows a scheduler's live usage.
 
 Usage:
   userquotactl validate FILE
-  userquotactl simulate --config FILE --trace FILE [--partition NAME]
+  userquotactl simulate --config FILE --trace FILE [--partition NAME] [--requeue]
   userquotactl usage --server URL [--user NAME | --group NAME] [-o tree|json]
   userquotactl help
 
@@ -47,6 +47,8 @@ Flags for simulate:
   --config FILE     the initial queue config (required)
   --trace FILE      the trace, one JSON object per line (required)
   --partition NAME  the config partition to enforce (default "default")
+  --requeue         keep refused pods pending (they count as demand) and
+                    retry them after every release, config and capacity line
 
 Flags for usage:
   --server URL                 the REST API, e.g. http://127.0.0.1:9089 (required)

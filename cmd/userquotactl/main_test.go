@@ -44,15 +44,22 @@ this is not JSON
 {"op":"release","pod":"p1"}
 `
 
+// requeueTrace: p2 is refused by the user limit until p1 ends.
+const requeueTrace = `{"op":"allocate","pod":"p1","queue":"root.a","resources":{"cpu":"2"}}
+{"op":"allocate","pod":"p2","queue":"root.a","resources":{"cpu":"1"}}
+{"op":"release","pod":"p1"}
+`
+
 // files writes the test inputs and returns their paths by name.
 func files(t *testing.T) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	paths := map[string]string{"dir": dir, "missing": filepath.Join(dir, "missing.yaml")}
 	for name, text := range map[string]string{
-		"valid.yaml":   validConfig,
-		"invalid.yaml": invalidConfig,
-		"trace.jsonl":  trace,
+		"valid.yaml":    validConfig,
+		"invalid.yaml":  invalidConfig,
+		"trace.jsonl":   trace,
+		"requeue.jsonl": requeueTrace,
 	} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -114,7 +121,21 @@ func TestRun(t *testing.T) {
 		{name: "simulate without trace", args: []string{"simulate", "--config", f["valid.yaml"]}, code: 2, stderr: []string{"missing --trace"}, noStdout: true},
 		{name: "simulate extra argument", args: []string{"simulate", "--config", f["valid.yaml"], "--trace", f["trace.jsonl"], "more"}, code: 2,
 			stderr: []string{`unexpected argument "more"`}, noStdout: true},
-		{name: "simulate unknown flag", args: []string{"simulate", "--requeue"}, code: 2, stderr: []string{"flag provided but not defined: -requeue"}, noStdout: true},
+		{name: "simulate unknown flag", args: []string{"simulate", "--dry-run"}, code: 2, stderr: []string{"flag provided but not defined: -dry-run"}, noStdout: true},
+		{name: "simulate --requeue", args: []string{"simulate", "--requeue", "--config", f["valid.yaml"], "--trace", f["requeue.jsonl"]}, code: 0,
+			stdout: []string{
+				`{"pod":"p1","allowed":true}`,
+				`{"pod":"p2","allowed":false,"reason":"user \"nobody\" would exceed maxresources in root.a: cpu 2+1 > 2"`,
+				`{"pod":"p1","released":true}`,
+				`{"pod":"p2","allowed":true}`,
+				`"pending":[]}`,
+			}, stdoutRows: 5},
+		{name: "simulate --requeue=false", args: []string{"simulate", "--requeue=false", "--config", f["valid.yaml"], "--trace", f["requeue.jsonl"]}, code: 0,
+			stdout: []string{`{"pod":"p1","released":true}`, `{"users":[],"groups":[],"queues":`}, stdoutRows: 4},
+		{name: "simulate without --requeue", args: []string{"simulate", "--config", f["valid.yaml"], "--trace", f["requeue.jsonl"]}, code: 0,
+			stdout: []string{`{"pod":"p1","released":true}`, `{"users":[],"groups":[],"queues":`}, stdoutRows: 4},
+		{name: "simulate --requeue with a value", args: []string{"simulate", "--requeue=maybe", "--config", f["valid.yaml"], "--trace", f["requeue.jsonl"]}, code: 2,
+			stderr: []string{`invalid boolean value "maybe" for -requeue`}, noStdout: true},
 		{name: "simulate flag without value", args: []string{"simulate", "--config"}, code: 2, stderr: []string{"flag needs an argument: -config"}, noStdout: true},
 		{name: "simulate empty partition", args: []string{"simulate", "--config", f["valid.yaml"], "--trace", f["trace.jsonl"], "--partition", ""}, code: 2,
 			stderr: []string{"--partition must not be empty"}, noStdout: true},
@@ -176,17 +197,26 @@ func TestValidateExamples(t *testing.T) {
 }
 
 // TestSimulateMatchesGolden checks the command prints exactly what the
-// simulator's golden files hold, so the CLI adds nothing to stdout.
+// simulator's golden files hold, so the CLI adds nothing to stdout. A case
+// with a NAME.args file runs with those flags (--requeue).
 func TestSimulateMatchesGolden(t *testing.T) {
-	for _, name := range []string{"maxapps", "example-multilevel"} {
-		t.Run(name, func(t *testing.T) {
-			base := filepath.Join("../../testdata/traces", name)
+	for _, base := range []string{
+		"../../testdata/traces/maxapps",
+		"../../testdata/traces/example-multilevel",
+		"../../testdata/traces/elastic-borrow",
+		"../../testdata/traces/elastic-shares-norequeue",
+	} {
+		t.Run(filepath.Base(base), func(t *testing.T) {
 			want, err := os.ReadFile(base + ".golden")
 			if err != nil {
 				t.Fatal(err)
 			}
+			args := []string{"simulate", "--config", base + ".yaml", "--trace", base + ".jsonl"}
+			if flags, err := os.ReadFile(base + ".args"); err == nil {
+				args = append(args, strings.Fields(string(flags))...)
+			}
 			var stdout, stderr bytes.Buffer
-			code := run([]string{"simulate", "--config", base + ".yaml", "--trace", base + ".jsonl"}, &stdout, &stderr)
+			code := run(args, &stdout, &stderr)
 			if code != 0 {
 				t.Fatalf("exit code %d: %s", code, stderr.String())
 			}

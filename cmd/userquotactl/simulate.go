@@ -11,13 +11,15 @@ import (
 )
 
 // runSimulate is `userquotactl simulate --config FILE --trace FILE
-// [--partition NAME]`: the decisions go to stdout as JSON lines, anything
-// that stops the replay goes to stderr.
+// [--partition NAME] [--requeue]`: the decisions go to stdout as JSON
+// lines, anything that stops the replay goes to stderr. --requeue keeps
+// refused pods pending and retries them (simulator.Options.Requeue).
 func runSimulate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("simulate")
 	cfgPath := fs.String("config", "", "the initial queue config")
 	tracePath := fs.String("trace", "", "the trace")
 	partition := fs.String("partition", simulator.DefaultPartition, "the partition to enforce")
+	requeue := fs.Bool("requeue", false, "keep refused pods pending (they count as demand) and retry them after every release, config and capacity line")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -49,7 +51,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	defer trace.Close()
 
-	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr})
+	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue})
 	var cfgErr *simulator.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):

@@ -22,7 +22,8 @@ const (
 var onePod = resources.FromMap(map[string]int64{resources.Pods: 1})
 
 // allocate places a pod and charges it through the ledger, as the plugin's
-// PreFilter and Reserve do.
+// PreFilter and Reserve do. With Options.Requeue a refused pod stays
+// pending (see try and retry).
 func (s *sim) allocate(n int, l *traceLine) any {
 	req, err := allocateRequest(l)
 	if err != nil {
@@ -33,34 +34,69 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	if _, live := s.ledger.Get(l.Pod); live {
 		return podError{Pod: l.Pod, Error: "already allocated"}
 	}
-	placed, err := s.place(&req, l)
+	// A pod waiting under --requeue is the same pod: its first line stands.
+	if _, waiting := s.pendingByName[l.Pod]; waiting {
+		return podError{Pod: l.Pod, Error: "already pending"}
+	}
+	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true}
+	out, res := s.try(p)
+	if res == refusedPod && s.opts.Requeue {
+		s.addPending(p)
+	}
+	return out
+}
+
+// Outcomes of try.
+const (
+	admittedPod = iota
+	refusedPod
+	// livePod: the ledger holds the pod already; it never waits.
+	livePod
+)
+
+// try places p and asks the ledger to charge it, with the shares
+// recomputed first counting p as pending (the pod asking is part of its
+// queue's demand while it is decided). It returns the output line of the
+// decision. It records on p the queue placement gave it ("" when placement
+// failed) and whether it counts as demand while it waits: not after a
+// user or group refusal, which no share can lift.
+func (s *sim) try(p *pendingPod) (any, int) {
+	req := p.req
+	placed, err := s.place(&req, p.line)
+	p.queue = ""
 	if err == nil {
 		req.Queue, req.Create = placed.Queue, placed.Create
-		err = s.ledger.Allocate(l.Pod, req)
+		p.queue = placed.Queue
+	}
+	s.recompute(p)
+	if err == nil {
+		err = s.ledger.Allocate(p.name, req)
 	}
 	if err == nil {
-		out := allowed{Pod: l.Pod, Allowed: true}
+		out := allowed{Pod: p.name, Allowed: true}
 		// The contract names the queue only when placement chose it: the
 		// line names none, or rules decided (they may override the name).
-		if l.Queue == "" || s.policy.HasRules() {
+		if p.line.Queue == "" || s.policy.HasRules() {
 			out.Queue = placed.Queue
 		}
-		return out
+		return out, admittedPod
 	}
 	if errors.Is(err, ledger.ErrAlreadyAllocated) {
-		return podError{Pod: l.Pod, Error: "already allocated"}
+		return podError{Pod: p.name, Error: "already allocated"}, livePod
 	}
 	// Refusals, queue errors, application conflicts and anything else ugm
 	// turns down (a usage that would overflow): the pod is not admitted.
-	out := refused{Pod: l.Pod, Reason: err.Error()}
+	out := refused{Pod: p.name, Reason: err.Error()}
+	p.demand = true
 	var r *ugm.Refusal
 	if errors.As(err, &r) {
 		out.Who, out.Name, out.Queue, out.Limit = r.Who, r.Name, r.Queue, r.Limit
-		if r.Limit == ugm.LimitResources {
+		if r.Limit == ugm.LimitResources || r.Limit == ugm.LimitShare {
 			out.Resource = r.Resource
 		}
+		p.demand = r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup
 	}
-	return out
+	return out, refusedPod
 }
 
 // allocateRequest builds the ugm request an allocate line stands for, with

@@ -44,6 +44,29 @@
 //   - A "pods" entry in "resources" is added to, not replaced by, the pod's
 //     own pods: 1.
 //
+// # Elastic quotas
+//
+// The ops {"op":"capacity","resources":{...}} and {"op":"shares"}, and
+// Options.Requeue (simulate --requeue), are specified in docs/simulator.md.
+// In short:
+//
+//   - The capacity starts unbounded; a capacity line replaces it (parsed as
+//     allocate parses resources, but no pods: 1 is added; {} makes it
+//     unbounded again) and prints {"capacity":"applied"}; bad resources are
+//     a line error and change nothing.
+//   - The shares are recomputed (ugm's ComputeShares, then SetShares)
+//     before every allocate decision and every retry, with the pod being
+//     decided counted as its queue's demand, and for a shares line. They
+//     bind only elastic queues, so other configs decide as before.
+//   - Under Options.Requeue a refused pod waits (and is demand unless its
+//     last refusal was a user or group limit); after every release, config
+//     or capacity op (not after a line error) the waiting pods are retried
+//     in trace order, pass after pass until one admits none, each admission
+//     printing its allow line. An allocate naming a waiting pod prints
+//     {"pod":"p1","error":"already pending"}; a release of one withdraws
+//     it and prints "released":false. The snapshot then ends with
+//     "pending":[...], the waiting pods in trace order.
+//
 // # Output
 //
 // One line per non-blank trace line, in order, then one snapshot line with

@@ -2,7 +2,9 @@ package simulator
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,22 +13,32 @@ import (
 
 // update rewrites the golden files: go test ./pkg/simulator -update. Read
 // every changed line against the design before committing the result.
-var update = flag.Bool("update", false, "rewrite testdata/traces/*.golden with the current output")
+var update = flag.Bool("update", false, "rewrite the golden files (*.golden) with the current output")
 
 // tracesDir holds the golden cases: NAME.yaml (the initial config, possibly
-// a symlink to an example), NAME.jsonl (the trace), NAME.golden (the output).
+// a symlink to an example), NAME.jsonl (the trace), NAME.golden (the output)
+// and, optionally, NAME.args (the simulate flags the case runs with,
+// whitespace-separated: --requeue, --partition NAME).
 const tracesDir = "../../testdata/traces"
 
-// minCases guards against a glob that silently matches nothing.
-const minCases = 5
+// traceDirs are the golden directories with the fewest cases each must
+// hold, which guards against a glob that silently matches nothing.
+var traceDirs = []struct {
+	dir      string
+	minCases int
+}{{tracesDir, 15}}
 
 func TestGoldenTraces(t *testing.T) {
-	traces, err := filepath.Glob(filepath.Join(tracesDir, "*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(traces) < minCases {
-		t.Fatalf("found %d traces in %s, want at least %d", len(traces), tracesDir, minCases)
+	var traces []string
+	for _, d := range traceDirs {
+		found, err := filepath.Glob(filepath.Join(d.dir, "*.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) < d.minCases {
+			t.Fatalf("found %d traces in %s, want at least %d", len(found), d.dir, d.minCases)
+		}
+		traces = append(traces, found...)
 	}
 	for _, trace := range traces {
 		name := strings.TrimSuffix(filepath.Base(trace), ".jsonl")
@@ -34,8 +46,10 @@ func TestGoldenTraces(t *testing.T) {
 			base := strings.TrimSuffix(trace, ".jsonl")
 			cfg := mustRead(t, base+".yaml")
 			in := mustRead(t, trace)
+			opts := caseOptions(t, base)
 			var out, log bytes.Buffer
-			if err := Run(cfg, bytes.NewReader(in), &out, Options{Log: &log}); err != nil {
+			opts.Log = &log
+			if err := Run(cfg, bytes.NewReader(in), &out, opts); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			checkLog(t, log.String())
@@ -51,18 +65,44 @@ func TestGoldenTraces(t *testing.T) {
 	}
 }
 
-// TestGoldenFilesComplete catches a case missing a part: a config or a
-// golden file without its trace would never run.
+// caseOptions reads the case's NAME.args, the simulate flags it runs
+// with; none when the file is absent.
+func caseOptions(t *testing.T, base string) Options {
+	t.Helper()
+	data, err := os.ReadFile(base + ".args")
+	if errors.Is(err, fs.ErrNotExist) {
+		return Options{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts Options
+	fl := flag.NewFlagSet(base+".args", flag.ContinueOnError)
+	fl.BoolVar(&opts.Requeue, "requeue", false, "")
+	fl.StringVar(&opts.Partition, "partition", "", "")
+	if err := fl.Parse(strings.Fields(string(data))); err != nil {
+		t.Fatal(err)
+	}
+	if fl.NArg() > 0 {
+		t.Fatalf("%s.args: unexpected %q", base, fl.Arg(0))
+	}
+	return opts
+}
+
+// TestGoldenFilesComplete catches a case missing a part: a config, a golden
+// file or flags without its trace would never run.
 func TestGoldenFilesComplete(t *testing.T) {
-	for _, ext := range []string{".yaml", ".golden"} {
-		files, err := filepath.Glob(filepath.Join(tracesDir, "*"+ext))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			trace := strings.TrimSuffix(f, ext) + ".jsonl"
-			if _, err := os.Stat(trace); err != nil {
-				t.Errorf("%s has no trace: %v", f, err)
+	for _, d := range traceDirs {
+		for _, ext := range []string{".yaml", ".golden", ".args"} {
+			files, err := filepath.Glob(filepath.Join(d.dir, "*"+ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				trace := strings.TrimSuffix(f, ext) + ".jsonl"
+				if _, err := os.Stat(trace); err != nil {
+					t.Errorf("%s has no trace: %v", f, err)
+				}
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package simulator
 
-import "github.com/userquota/userquota/pkg/ugm"
+import (
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
 
 // The output lines. Field order is key order, so each struct is the
 // contract's line shape; omitempty drops the keys a line does not carry.
@@ -45,6 +48,28 @@ type configLine struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// capacityLine is {"capacity":"applied"}.
+type capacityLine struct {
+	Capacity string `json:"capacity"`
+}
+
+// sharesLine is {"shares":[...]}: every queue of the share table, sorted by
+// path.
+type sharesLine struct {
+	Shares []shareEntry `json:"shares"`
+}
+
+// shareEntry is one queue of a shares line. Guaranteed and Demand omit zero
+// entries (resources.Vector's encoding); Max and Runtime list every bounded
+// resource, 0 included, and omit unbounded ones. All keys are sorted.
+type shareEntry struct {
+	Queue      string           `json:"queue"`
+	Guaranteed resources.Vector `json:"guaranteed"`
+	Max        map[string]int64 `json:"max"`
+	Demand     resources.Vector `json:"demand"`
+	Runtime    map[string]int64 `json:"runtime"`
+}
+
 // lineError is {"line":N,"error":"..."} for a line that is not an operation
 // the simulator can carry out.
 type lineError struct {
@@ -52,9 +77,13 @@ type lineError struct {
 	Error string `json:"error"`
 }
 
-// snapshot is the last line: usage as the REST endpoints show it.
+// snapshot is the last line: usage as the REST endpoints show it, and with
+// Options.Requeue the pods still pending, in trace order ("pending":[]
+// when none is; the key is absent without the option, as the contract's
+// snapshot has it).
 type snapshot struct {
-	Users  []ugm.UserUsage  `json:"users"`
-	Groups []ugm.GroupUsage `json:"groups"`
-	Queues *ugm.QueueUsage  `json:"queues"`
+	Users   []ugm.UserUsage  `json:"users"`
+	Groups  []ugm.GroupUsage `json:"groups"`
+	Queues  *ugm.QueueUsage  `json:"queues"`
+	Pending *[]string        `json:"pending,omitempty"`
 }

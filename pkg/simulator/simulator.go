@@ -12,6 +12,7 @@ import (
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -28,6 +29,12 @@ type Options struct {
 	// notices ("note: ...") and inconsistencies ugm reports on release.
 	// Nil discards them.
 	Log io.Writer
+	// Requeue keeps refused pods pending: they count as their queue's
+	// demand (except while refused by a user or group limit) and are
+	// retried, in trace order, after every release, config and capacity
+	// line until none gets in; each admission prints its allow line then.
+	// The snapshot then lists the pods still pending.
+	Requeue bool
 }
 
 // ConfigError is returned by Run when the initial config is invalid or
@@ -67,7 +74,8 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 		return err
 	}
 	m := s.ledger.Manager()
-	if err := s.enc.Encode(snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues()}); err != nil {
+	snap := snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues(), Pending: s.pendingNames()}
+	if err := s.enc.Encode(snap); err != nil {
 		return err
 	}
 	return w.Flush()
@@ -80,6 +88,12 @@ type sim struct {
 	// policy is the placement of the partition in force.
 	policy *placement.Policy
 	enc    *json.Encoder
+	// capacity is the cluster's capacity of the last capacity line; nil
+	// (unbounded) until one.
+	capacity resources.Limit
+	// pending are the pods waiting under Options.Requeue, in trace order.
+	pending       []*pendingPod
+	pendingByName map[string]*pendingPod
 }
 
 // setPartition puts a validated partition in force, in ugm and for
@@ -102,8 +116,14 @@ func (s *sim) replay(r *bufio.Reader) error {
 			line = bytes.TrimPrefix(line, []byte("\ufeff")) // a byte order mark
 		}
 		if !isBlank(line) {
-			if werr := s.enc.Encode(s.apply(n, line)); werr != nil {
+			out, retry := s.apply(n, line)
+			if werr := s.enc.Encode(out); werr != nil {
 				return werr
+			}
+			if retry && s.opts.Requeue {
+				if werr := s.retry(); werr != nil {
+					return werr
+				}
 			}
 		}
 		if err == io.EOF {
@@ -112,29 +132,47 @@ func (s *sim) replay(r *bufio.Reader) error {
 	}
 }
 
-// apply carries out one trace line and returns its output line.
-func (s *sim) apply(n int, data []byte) any {
+// apply carries out one trace line and returns its output line, and
+// whether pending pods are retried after it: after a release, config or
+// capacity op that was carried out (whatever it decided: a release of a
+// pod not live and a rejected config too), not after a line error.
+func (s *sim) apply(n int, data []byte) (any, bool) {
 	l, err := decodeLine(data)
 	if err != nil {
-		return lineError{Line: n, Error: err.Error()}
+		return lineError{Line: n, Error: err.Error()}, false
 	}
+	var out any
 	switch l.Op {
 	case opAllocate:
-		return s.allocate(n, l)
+		return s.allocate(n, l), false
+	case opShares:
+		return s.sharesShow(), false
 	case opRelease:
-		return s.release(n, l)
+		out = s.release(n, l)
 	case opConfig:
-		return s.config(n, l)
+		out = s.config(n, l)
+	case opCapacity:
+		out = s.capacitySet(n, l)
 	case "":
-		return lineError{Line: n, Error: `missing "op" (allocate, release or config)`}
+		// The wording predates the capacity and shares ops; golden
+		// files pin it.
+		return lineError{Line: n, Error: `missing "op" (allocate, release or config)`}, false
 	default:
-		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release or config)", l.Op)}
+		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity or shares)", l.Op)}, false
 	}
+	_, bad := out.(lineError)
+	return out, !bad
 }
 
 func (s *sim) release(n int, l *traceLine) any {
 	if l.Pod == "" {
 		return lineError{Line: n, Error: `release: missing "pod"`}
+	}
+	// A pending pod (Options.Requeue) was never admitted: the release
+	// withdraws it, and it was not live.
+	if p := s.pendingByName[l.Pod]; p != nil {
+		s.dropPending(p)
+		return releasedLine{Pod: l.Pod, Released: false}
 	}
 	_, ok, err := s.ledger.Release(l.Pod)
 	if err != nil {
@@ -153,6 +191,7 @@ func (s *sim) config(n int, l *traceLine) any {
 	}
 	s.logNotices(fmt.Sprintf("line %d", n), notices)
 	s.setPartition(part)
+	s.refreshPending()
 	return configLine{Config: "applied"}
 }
 

@@ -16,6 +16,9 @@ const (
 	opAllocate = "allocate"
 	opRelease  = "release"
 	opConfig   = "config"
+	// Elastic quotas: the cluster's capacity, and the runtime shares.
+	opCapacity = "capacity"
+	opShares   = "shares"
 )
 
 // traceLine is one input line. It is the union of every operation's fields;
@@ -31,6 +34,8 @@ type traceLine struct {
 	Namespace string            `json:"namespace"`
 	Labels    map[string]string `json:"labels"`
 	// Resources is nil when absent or null; {} decodes to an empty map.
+	// Allocate reads it as the pod's requests, capacity as the cluster's
+	// capacity.
 	Resources map[string]string `json:"resources"`
 	// Config is nil when absent or null, so "" can still be told apart.
 	Config *string `json:"config"`
