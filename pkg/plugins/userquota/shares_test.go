@@ -131,6 +131,15 @@ func TestUserBoundPodsAreNotDemand(t *testing.T) {
 	e.waitFor("sue's pod to leave the demand", func() bool { return runtimeCPU(e.pl, "root.a") == 0 })
 	e.create(userPod("ann-1", "ann", "", "root.a", "1"))
 	e.waitFor("ann's pod to count", func() bool { return runtimeCPU(e.pl, "root.a") == 1000 })
+
+	// A scheduling-gated pod is not demand until its gates are removed.
+	gated := userPod("ann-gated", "ann", "", "root.a", "2")
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/wait"}}
+	e.create(gated)
+	e.create(userPod("ann-2", "ann", "", "root.a", "1"))
+	e.waitFor("ann-2 to count", func() bool { return runtimeCPU(e.pl, "root.a") == 2000 })
+	e.update(gated, func(p *v1.Pod) { p.Spec.SchedulingGates = nil })
+	e.waitFor("the ungated pod to count", func() bool { return runtimeCPU(e.pl, "root.a") == 4000 })
 }
 
 // TestSharesOffWithoutElasticQueues: a config without quota.sharing keeps
