@@ -123,6 +123,28 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			// HTCondor's "float locally" example: A does not take surplus
+			// (weight 0) but its children A.B and A.C float against each
+			// other inside A's quota; C's idle quota goes to B first, and
+			// what A does not use goes to x. A.B's weight (its guaranteed,
+			// as HTCondor shares by quota) only matters against A.C.
+			name:     "htcondor surplus shared at the lowest level",
+			capacity: capUnits(100),
+			root: &Queue{Path: "root", Children: []*Queue{
+				{Path: "root.a", Guaranteed: u(60), Weight: map[resources.ID]int64{units: 0}, Children: []*Queue{
+					{Path: "root.a.b", Guaranteed: u(20), Weight: map[resources.ID]int64{units: 20}, Demand: dem(50)},
+					{Path: "root.a.c", Guaranteed: u(40), Weight: map[resources.ID]int64{units: 40}, Demand: dem(0)},
+				}},
+				{Path: "root.x", Guaranteed: u(40), Weight: map[resources.ID]int64{units: 40}, Demand: dem(1000)},
+			}},
+			want: map[string]expect{
+				"root.a":   {runtime: i64(50), demand: i64(50)},
+				"root.a.b": {runtime: i64(50)},
+				"root.a.c": {runtime: i64(0)},
+				"root.x":   {runtime: i64(50)},
+			},
+		},
+		{
 			// p1 demands min(50, 30) + 40 = 70 and gets 30 + 29 of the
 			// surplus; inside p1, a is offered 29 but can take only 20, and
 			// b gets 10 then the 9 a returned.
