@@ -16,7 +16,8 @@ import (
 
 // TestSchedulerConfig loads manifests/scheduler-config.yaml the way the
 // binary does and checks the profile: our schedulerName, UserQuota at
-// PreFilter and Reserve, and args that decode and validate.
+// PreFilter and Reserve and as the only PostFilter, and args that decode
+// and validate.
 func TestSchedulerConfig(t *testing.T) {
 	cfg, err := options.LoadConfigFromFile(klog.Background(), filepath.Join("..", "..", "manifests", "scheduler-config.yaml"))
 	if err != nil {
@@ -43,6 +44,15 @@ func TestSchedulerConfig(t *testing.T) {
 	}
 	if !enabled(pre) || !enabled(res) {
 		t.Fatalf("UserQuota not enabled at PreFilter %v and Reserve %v", pre, res)
+	}
+	// UserQuota's preemption replaces DefaultPreemption (docs/reclaim.md):
+	// two PostFilter plugins would both preempt.
+	var post []string
+	for _, pl := range p.Plugins.PostFilter.Enabled {
+		post = append(post, pl.Name)
+	}
+	if len(post) != 1 || post[0] != userquota.Name {
+		t.Fatalf("PostFilter plugins %v, want only UserQuota", post)
 	}
 	found := false
 	for _, pc := range p.PluginConfig {

@@ -70,6 +70,31 @@ var (
 	}, []string{"result"})
 )
 
+// Values of the reason label of preempted pods.
+const (
+	// ReasonReclaim: the victim's queue used more than its runtime share and
+	// a pod of another queue needed the room (docs/reclaim.md).
+	ReasonReclaim = "reclaim"
+	// ReasonPriority: a pod of the victim's own queue with a higher
+	// priority needed the room.
+	ReasonPriority = "priority"
+)
+
+var (
+	preemptions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "preemptions_total",
+		Help:           "Preemptions made by UserQuota's PostFilter, by the queue of the pod that preempted: one per pod that was given a node by evicting others.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue"})
+	preempted = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "preempted_pods_total",
+		Help:           "Pods UserQuota's PostFilter preempted, by their queue and why: reclaim (their queue used more than its share) or priority (a higher-priority pod of the same queue).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"queue", "reason"})
+)
+
 var registerOnce sync.Once
 
 // Register registers every metric with the legacy registry, once per
@@ -77,7 +102,7 @@ var registerOnce sync.Once
 // called the Record functions do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(refusals, increases, decreases, configReloads)
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted)
 		legacyregistry.CustomMustRegister(usageCollector)
 	})
 }
@@ -100,3 +125,10 @@ func RecordDecrease(source string) { decreases.WithLabelValues(source).Inc() }
 
 // RecordConfigReload counts a version of the queue config read.
 func RecordConfigReload(result string) { configReloads.WithLabelValues(result).Inc() }
+
+// RecordPreemption counts a preemption made for a pod of queue.
+func RecordPreemption(queue string) { preemptions.WithLabelValues(queue).Inc() }
+
+// RecordPreempted counts a victim of queue, preempted for reason
+// (ReasonReclaim or ReasonPriority).
+func RecordPreempted(queue, reason string) { preempted.WithLabelValues(queue, reason).Inc() }

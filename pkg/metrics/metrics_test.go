@@ -219,6 +219,8 @@ func TestLint(t *testing.T) {
 	RecordIncrease(SourceReserve)
 	RecordDecrease(SourceRelease)
 	RecordConfigReload(ResultApplied)
+	RecordPreemption("root.a")
+	RecordPreempted("root.b", ReasonReclaim)
 	// What kube-scheduler's /metrics serves, our families only.
 	rec := httptest.NewRecorder()
 	legacyregistry.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -237,5 +239,29 @@ func TestLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestPreemptionCounters(t *testing.T) {
+	Register()
+	preemptions.Reset()
+	preempted.Reset()
+	RecordPreemption("root.a")
+	RecordPreemption("root.a")
+	RecordPreempted("root.b", ReasonReclaim)
+	RecordPreempted("root.b", ReasonReclaim)
+	RecordPreempted("root.a", ReasonPriority)
+	want := `
+# HELP userquota_preemptions_total [ALPHA] Preemptions made by UserQuota's PostFilter, by the queue of the pod that preempted: one per pod that was given a node by evicting others.
+# TYPE userquota_preemptions_total counter
+userquota_preemptions_total{queue="root.a"} 2
+# HELP userquota_preempted_pods_total [ALPHA] Pods UserQuota's PostFilter preempted, by their queue and why: reclaim (their queue used more than its share) or priority (a higher-priority pod of the same queue).
+# TYPE userquota_preempted_pods_total counter
+userquota_preempted_pods_total{queue="root.a",reason="priority"} 1
+userquota_preempted_pods_total{queue="root.b",reason="reclaim"} 2
+`
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want),
+		"userquota_preemptions_total", "userquota_preempted_pods_total"); err != nil {
+		t.Error(err)
 	}
 }

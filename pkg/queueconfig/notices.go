@@ -74,7 +74,7 @@ func collectNotices(rc *rawConfig) []string {
 		var walk func(q *rawQueue, elastic bool)
 		walk = func(q *rawQueue, elastic bool) {
 			for k := range q.properties {
-				if !strings.HasPrefix(k, "quota.") {
+				if !strings.HasPrefix(k, "quota.") && !isPreemptionProp(k) {
 					n.add("properties", q.propertiesP.path, noticeAccepted)
 					break
 				}

@@ -61,6 +61,9 @@ type Queue struct {
 	Limits []Limit
 	// Sharing holds the elastic-quota settings (sharing.go).
 	Sharing Sharing
+	// Preemption is what the queue's preemption.* properties set
+	// (preemption.go); not inherited here.
+	Preemption Preemption
 }
 
 // Limit is one entry of a queue's `limits` list. It applies to each user
@@ -87,6 +90,8 @@ type ChildTemplate struct {
 	// when the queue holding the template is elastic or the template's
 	// properties turn sharing on.
 	Sharing Sharing
+	// Preemption is what the template's preemption.* properties set.
+	Preemption Preemption
 }
 
 // PlacementRule is one entry of a partition's placementrules.

@@ -41,6 +41,10 @@ type Request struct {
 	// a dynamic queue with the child template in force for it; a check
 	// treats it as an empty queue with those limits and creates nothing.
 	Create bool
+	// NonPreemptible marks a pod that must never be preempted: in an
+	// elastic queue it may only use guaranteed capacity, never capacity
+	// lent by other queues (nonpreemptible.go).
+	NonPreemptible bool
 }
 
 // ErrUnknownApp is returned by Decrease for an application ugm does not
@@ -139,7 +143,7 @@ func (m *Manager) Check(req *Request) error {
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	_, _, _, err := m.check(req)
+	_, _, _, err := m.check(req, nil)
 	return err
 }
 
@@ -152,7 +156,7 @@ func (m *Manager) Increase(req *Request) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	leaf, a, group, err := m.check(req)
+	leaf, a, group, err := m.check(req, nil)
 	if err != nil {
 		return err
 	}
@@ -214,6 +218,9 @@ func (m *Manager) Decrease(req *Request) error {
 	}
 	for q := a.leaf; q != nil; q = q.parent {
 		clamped = q.usage.SubClamped(req.Resources) || clamped
+		if req.NonPreemptible {
+			clamped = q.npUsage.SubClamped(req.Resources) || clamped
+		}
 		if ended {
 			q.apps--
 		}
@@ -291,8 +298,10 @@ func validate(req *Request) error {
 
 // check decides req without changing anything. Callers hold m.mu. It
 // returns the leaf queue, the running application (nil if new) and, for a
-// new application, the group it would be tracked against.
-func (m *Manager) check(req *Request) (*queue, *app, string, error) {
+// new application, the group it would be tracked against. With soft (only
+// CheckReclaim), a share refusal above the pod's own queue is recorded
+// there instead of returned.
+func (m *Manager) check(req *Request, soft *shareNeeds) (*queue, *app, string, error) {
 	leaf := m.queues.byPath[req.Queue]
 	if leaf == nil || m.partition != nil && leaf.limits == nil {
 		switch {
@@ -300,7 +309,7 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 			// No config: any queue is allowed and nothing is limited.
 			return nil, m.apps[req.App], m.resolveGroup(nil, req.Groups), m.conflict(req, nil)
 		case leaf == nil && req.Create:
-			return m.checkCreate(req)
+			return m.checkCreate(req, soft)
 		case req.Create:
 			return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "left the queue config and takes no new pods until it is empty"}
 		}
@@ -336,8 +345,16 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 		gn = g.leafNode(leaf)
 	}
 	st := m.sharesFor(func(x *shareIndex) *shares.Share { return x.get(leaf) }, leaf.usage, req.Resources)
-	if err := m.checkUp(req, leaf, u, g, un, gn, group, newApp, st); err != nil {
+	if soft != nil {
+		soft.leaf = leaf
+	}
+	if err := m.checkUp(req, leaf, u, g, un, gn, group, newApp, st, soft); err != nil {
 		return nil, nil, "", err
+	}
+	if req.NonPreemptible {
+		if r := m.checkNonPreemptible(req, leaf, nil, false); r != nil {
+			return nil, nil, "", r
+		}
 	}
 	return leaf, a, group, nil
 }
@@ -347,7 +364,7 @@ func (m *Manager) check(req *Request) (*queue, *app, string, error) {
 // the child template in force for it, the new parents between it and the
 // deepest existing queue have no limits, and every queue from there to root
 // checks as usual. Nothing is created.
-func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
+func (m *Manager) checkCreate(req *Request, soft *shareNeeds) (*queue, *app, string, error) {
 	anc := m.queues.deepest(req.Queue)
 	if anc.childLimits == nil {
 		reason := fmt.Sprintf("cannot be created: %s is a leaf queue", anc.path)
@@ -377,16 +394,26 @@ func (m *Manager) checkCreate(req *Request) (*queue, *app, string, error) {
 			return nil, nil, "", r
 		}
 	}
-	if err := m.checkUp(req, anc, m.users[req.User], g, nil, nil, group, true, st); err != nil {
+	if err := m.checkUp(req, anc, m.users[req.User], g, nil, nil, group, true, st, soft); err != nil {
 		return nil, nil, "", err
+	}
+	if req.NonPreemptible {
+		var leafShare *shares.Share
+		if x := m.shares.Load(); x != nil {
+			leafShare = x.table.Get(req.Queue)
+		}
+		if r := m.checkNonPreemptible(req, anc, leafShare, tl.share != nil && tl.share.elastic); r != nil {
+			return nil, nil, "", r
+		}
 	}
 	return nil, nil, group, nil
 }
 
 // checkUp checks the user, group and queue limits of every queue from from
 // to root. un and gn are the user's and group's nodes at from when the
-// caller has them (nil: looked up). It allocates nothing when req fits.
-func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool, st *shareIndex) error {
+// caller has them (nil: looked up); soft is check's. It allocates nothing
+// when req fits.
+func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node, group string, newApp bool, st *shareIndex, soft *shareNeeds) error {
 	for q := from; q != nil; q = q.parent {
 		// User, then group, then queue at each level, leaf to root.
 		var lim *limitEntry
@@ -432,7 +459,10 @@ func (m *Manager) checkUp(req *Request, from *queue, u, g *tracker, un, gn *node
 			}
 			if st != nil && q.limits.share != nil && q.limits.share.elastic {
 				if r := checkShare(st.get(q), q.path, q.usage, req.Resources); r != nil {
-					return r
+					if soft == nil || q == soft.leaf {
+						return r
+					}
+					soft.blocked = append(soft.blocked, q.path)
 				}
 			}
 		}
@@ -553,6 +583,9 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 	}
 	for q := leaf; q != nil; q = q.parent {
 		q.usage.AddUnchecked(req.Resources)
+		if req.NonPreemptible {
+			q.npUsage.AddUnchecked(req.Resources)
+		}
 		if newApp {
 			q.apps++
 		}
@@ -589,8 +622,8 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 	}
 	var over error
 	if a.leaf.limits != nil || m.partition == nil {
-		probe := Request{User: a.user.name, Groups: req.Groups, Queue: a.leaf.path, App: a.key, Resources: growth}
-		_, _, _, over = m.check(&probe)
+		probe := Request{User: a.user.name, Groups: req.Groups, Queue: a.leaf.path, App: a.key, Resources: growth, NonPreemptible: req.NonPreemptible}
+		_, _, _, over = m.check(&probe, nil)
 	}
 	apply := func(v *resources.Vector) {
 		v.SubClamped(req.Resources)
@@ -606,6 +639,9 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 	}
 	for q := a.leaf; q != nil; q = q.parent {
 		apply(&q.usage)
+		if req.NonPreemptible {
+			apply(&q.npUsage)
+		}
 	}
 	return over
 }

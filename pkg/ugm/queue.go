@@ -29,7 +29,9 @@ type queue struct {
 	// leaf, or a queue out of the config.
 	childLimits *queueLimits
 	usage       resources.Vector
-	apps        int
+	// npUsage is the part of usage held by non-preemptible pods.
+	npUsage resources.Vector
+	apps    int
 }
 
 // Shared, immutable limits of queues without limits of their own.

@@ -21,6 +21,11 @@ const (
 	LimitShare = "share"
 )
 
+// LimitGuaranteed (nonpreemptible.go) is the guaranteed share, for pods
+// that must not be preempted: Usage is then the usage of the queue's
+// non-preemptible pods, and Resource is "" when no elastic queue on the
+// pod's path has a guaranteed share.
+
 // Refusal says why an increase does not fit: who would go over which limit
 // on which queue, with the usage, the request and the limit. When several
 // limits would be exceeded it names the first in this order: leaf to root;
@@ -48,9 +53,15 @@ func (r *Refusal) Error() string {
 		}
 		return fmt.Sprintf("%s %q would exceed maxapplications in %s: %d+%d > %d", r.Who, r.Name, r.Queue, r.Usage, r.Request, r.Max)
 	}
+	if r.Limit == LimitGuaranteed && r.Resource == "" {
+		return fmt.Sprintf("queue %s has no guaranteed share: non-preemptible pods run only on guaranteed capacity, never on capacity lent by other queues", r.Queue)
+	}
 	id := resources.Intern(r.Resource)
 	amounts := fmt.Sprintf("%s %s+%s > %s", r.Resource, resources.FormatValue(id, r.Usage),
 		resources.FormatValue(id, r.Request), resources.FormatValue(id, r.Max))
+	if r.Limit == LimitGuaranteed {
+		return fmt.Sprintf("queue %s has no guaranteed room left for non-preemptible pods: %s (non-preemptible pods never use capacity lent by other queues)", r.Queue, amounts)
+	}
 	if r.Limit == LimitShare {
 		lent := "nothing lent by other queues"
 		if r.Max > r.Guaranteed {

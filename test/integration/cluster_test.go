@@ -158,6 +158,11 @@ profiles:
     reserve:
       enabled:
       - name: UserQuota
+    postFilter:
+      disabled:
+      - name: DefaultPreemption
+      enabled:
+      - name: UserQuota
   pluginConfig:
   - name: UserQuota
     args:

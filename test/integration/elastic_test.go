@@ -3,6 +3,10 @@ package integration
 import (
 	"fmt"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // elasticConfig shares the cluster (one 32-cpu node) between root.a and
@@ -24,7 +28,7 @@ partitions:
 // TestElasticBorrowAndGiveBack: b borrows the whole cluster while a is
 // idle; when a's pods arrive, b's share shrinks to its guaranteed and b's
 // new pods are refused with the share in the reason; as b's pods finish,
-// a's pods are bound up to a's guaranteed.
+// a's pods (which do not preempt) are bound up to a's guaranteed.
 func TestElasticBorrowAndGiveBack(t *testing.T) {
 	c := newCluster(t, 1)
 	c.setQueueConfig(elasticConfig)
@@ -39,9 +43,20 @@ func TestElasticBorrowAndGiveBack(t *testing.T) {
 	}
 
 	// a asks for its guaranteed: the node is full, so a's pods wait for
-	// room, and b may not grow further.
+	// room, and b may not grow further. (They do not preempt here, to see
+	// the loan come back as b's pods finish; reclaim_test.go has them
+	// take it back.)
+	never := v1.PreemptNever
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-preemption"}, PreemptionPolicy: &never}
+	if _, err := c.client.SchedulingV1().PriorityClasses().Create(c.ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 4; i++ {
-		c.createPod(podSpec{name: fmt.Sprintf("a-%d", i), user: "ann", queue: "root.a", cpu: "4"})
+		p := c.makePod(podSpec{name: fmt.Sprintf("a-%d", i), user: "ann", queue: "root.a", cpu: "4"})
+		p.Spec.PriorityClassName = pc.Name
+		if _, err := c.client.CoreV1().Pods(c.ns).Create(c.ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.createPod(podSpec{name: "b-more", user: "bob", queue: "root.b", cpu: "4"})
 	msg := c.waitRefused("b-more", "queue root.b is at its share: cpu 32+4 > 16 (guaranteed 16, nothing lent by other queues)")

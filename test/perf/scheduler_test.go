@@ -47,6 +47,11 @@ func schedulerConfig(kubeconfig string, p profile, qps int) string {
     reserve:
       enabled:
       - name: UserQuota
+    postFilter:
+      disabled:
+      - name: DefaultPreemption
+      enabled:
+      - name: UserQuota
 `
 	}
 	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/metrics"
@@ -50,6 +51,7 @@ var (
 	_ fwk.PreFilterPlugin   = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
 )
 
 // Plugin is the UserQuota plugin.
@@ -89,11 +91,21 @@ type Plugin struct {
 	// and pod; sharesSynced that a table was computed after that.
 	capacitySynced func() bool
 	sharesSynced   atomic.Bool
+
+	// Reclaim (reclaim.go): the PostFilter's preemption machinery and
+	// bookkeeping.
+	evaluator *preemption.Evaluator
+	reclaim   *reclaimBook
 }
 
 // preFilterState is the pod's request as PreFilter computed it. Immutable.
 type preFilterState struct {
 	req ugm.Request
+	// blocked is set when PreFilter refused the pod only because queues
+	// above its own are at their runtime share (deepest first): queues in
+	// them use more than their share, and the PostFilter may take the room
+	// back (reclaim.go). Reserve never runs in such a cycle.
+	blocked []string
 }
 
 // Clone returns the state itself: it is never modified.
@@ -121,7 +133,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		pending:    newPendingPods(),
 		capacity:   newCapacity(),
 		sharesKick: make(chan struct{}, 1),
+		reclaim:    newReclaimBook(),
 	}
+	pl.evaluator = pl.newEvaluator()
 	// The config must be in force before running pods are accounted: the
 	// group of an application is resolved from it at its first pod.
 	if err := pl.startConfigInformer(ctx); err != nil {
@@ -180,6 +194,12 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if err := pl.ledger.Check(&req); err != nil {
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
+		if blocked := pl.reclaimable(&req, err); len(blocked) > 0 {
+			// Unschedulable, not Unresolvable: the PostFilter may make room
+			// by taking back what other queues borrowed.
+			state.Write(stateKey, &preFilterState{req: req, blocked: blocked})
+			return nil, pl.refuseWith(fwk.Unschedulable, logger, pod, &req, err, frees)
+		}
 		return nil, pl.refuse(logger, pod, &req, err, frees)
 	}
 	if pl.elastic.Load() && pl.pending.setUserBound(pod.UID, false) {
@@ -192,6 +212,11 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 // refuse records a PreFilter refusal for requeueing and returns its status.
 // frees is the free counter read before the decision.
 func (pl *Plugin) refuse(logger klog.Logger, pod *v1.Pod, req *ugm.Request, err error, frees uint64) *fwk.Status {
+	return pl.refuseWith(fwk.UnschedulableAndUnresolvable, logger, pod, req, err, frees)
+}
+
+// refuseWith is refuse with the status code to return.
+func (pl *Plugin) refuseWith(code fwk.Code, logger klog.Logger, pod *v1.Pod, req *ugm.Request, err error, frees uint64) *fwk.Status {
 	metrics.RecordRefusal(err)
 	pl.remember(pod, req, err)
 	// A pod over a user or group limit cannot use a share: it is not
@@ -205,7 +230,7 @@ func (pl *Plugin) refuse(logger klog.Logger, pod *v1.Pod, req *ugm.Request, err 
 		// Room may have been freed after the decision: retry at once.
 		pl.activate(logger, func(rp *refusedPod) bool { return rp.pod.UID == pod.UID })
 	}
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	return fwk.NewStatus(code, err.Error())
 }
 
 // PreFilterExtensions returns nil: quota does not depend on which pods run

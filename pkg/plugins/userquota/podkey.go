@@ -25,6 +25,10 @@ const (
 	AnnotationUserInfo = "userquota.io/user-info"
 	LabelQueue         = "userquota.io/queue"
 	LabelAppID         = "userquota.io/app-id"
+	// LabelPreemptible "false" marks a pod that must never be preempted:
+	// in an elastic queue it may then only use guaranteed capacity
+	// (docs/reclaim.md).
+	LabelPreemptible = "userquota.io/preemptible"
 
 	yunikornUserInfo = "yunikorn.apache.org/user.info"
 	yunikornQueue    = "yunikorn.apache.org/queue"
@@ -61,7 +65,14 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Reque
 	if err != nil {
 		return req, err
 	}
-	return ugm.Request{User: user, Groups: groups, Queue: placed.Queue, Create: placed.Create, App: podApp(pod), Resources: res}, nil
+	return ugm.Request{User: user, Groups: groups, Queue: placed.Queue, Create: placed.Create, App: podApp(pod), Resources: res,
+		NonPreemptible: !podPreemptible(pod)}, nil
+}
+
+// podPreemptible reports whether the pod may be preempted: unless its
+// label userquota.io/preemptible says "false" (in any case).
+func podPreemptible(pod *v1.Pod) bool {
+	return !strings.EqualFold(strings.TrimSpace(pod.Labels[LabelPreemptible]), "false")
 }
 
 // errNoUserInfo refuses a pod without user info when requireUserInfo is

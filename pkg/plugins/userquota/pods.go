@@ -48,6 +48,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	if pod.Spec.NodeName == "" {
 		return
 	}
+	pl.reclaim.forget(pod.UID)
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed ||
 		pod.DeletionTimestamp != nil && pl.args.ReleaseOnTerminating {
 		pl.release(logger, pod)
@@ -55,6 +56,10 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	}
 	uid := string(pod.UID)
 	if c, live := pl.ledger.Get(uid); live {
+		if pod.DeletionTimestamp != nil {
+			// On its way out: reclaim does not count it (reclaim.go).
+			pl.reclaim.markLeaving(pod.UID, c.Request)
+		}
 		res, err := podResources(pod)
 		if err != nil || c.Request.Resources.Equal(res) {
 			return
@@ -110,7 +115,7 @@ func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
 		res = nil
 	}
 	logger.Error(err, "Running pod would not be admitted as a new pod; charging it anyway", "pod", klog.KObj(pod), "user", user, "queue", queue)
-	return ugm.Request{User: user, Groups: groups, Queue: queue, Create: create, App: podApp(pod), Resources: res}
+	return ugm.Request{User: user, Groups: groups, Queue: queue, Create: create, App: podApp(pod), Resources: res, NonPreemptible: !podPreemptible(pod)}
 }
 
 func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
@@ -119,6 +124,7 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 		return
 	}
 	pl.forget(string(pod.UID))
+	pl.reclaim.forget(pod.UID)
 	if pl.pending.remove(pod.UID) {
 		pl.kickShares()
 	}
@@ -129,6 +135,9 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 // the room may admit (release first, so they find it).
 func (pl *Plugin) release(logger klog.Logger, pod *v1.Pod) {
 	c, released, err := pl.ledger.Release(string(pod.UID))
+	// After the release, never before: a preemption in between would see
+	// the pod's usage both held and not leaving.
+	pl.reclaim.released(pod.UID)
 	if err != nil {
 		logger.Error(err, "Releasing a pod found an inconsistency", "pod", klog.KObj(pod))
 	}

@@ -99,6 +99,9 @@ func (pl *Plugin) recomputeShares(logger klog.Logger) {
 			var r *ugm.Refusal
 			return errors.As(rp.reason, &r) && r.Limit == ugm.LimitShare
 		})
+		// A queue may now be over its share: pods that found nothing to
+		// preempt try again.
+		pl.activateWaiters(logger)
 	}
 }
 

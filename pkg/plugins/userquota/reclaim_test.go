@@ -1,0 +1,147 @@
+package userquota
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// policyConfig: root.on preempts as usual, root.off never, root.slow after
+// one second (each guaranteed 1 cpu, so their pods pass the quota check);
+// a and b share the rest of 8 cpu (guaranteed 2 each).
+const policyConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    properties: {quota.sharing: elastic}
+    queues:
+    - name: on
+      resources: {guaranteed: {vcore: 1}}
+    - name: off
+      resources: {guaranteed: {vcore: 1}}
+      properties: {preemption.policy: disabled}
+    - name: slow
+      resources: {guaranteed: {vcore: 1}}
+      properties: {preemption.delay: 1s}
+    - name: a
+      resources: {guaranteed: {vcore: 2}, max: {vcore: 8}}
+    - name: b
+      resources: {guaranteed: {vcore: 2}, max: {vcore: 8}}
+`
+
+// TestPostFilterEligibility: which pods may preempt at all, and what the
+// pod's status says when it may not.
+func TestPostFilterEligibility(t *testing.T) {
+	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
+	postFilter := func(pod *v1.Pod) statusOf {
+		t.Helper()
+		e.create(pod)
+		e.waitFor("the pod in the informer", func() bool {
+			_, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
+			return err == nil
+		})
+		state, _ := e.preFilter(pod)
+		_, s := e.pl.PostFilter(e.ctx, state, pod, framework.NewDefaultNodeToStatus())
+		return summary(s)
+	}
+
+	never := userPod("never", "ann", "", "root.on", "1")
+	never.Spec.PreemptionPolicy = ptrTo(v1.PreemptNever)
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want statusOf
+	}{
+		{"queue policy disabled", userPod("off", "ann", "", "root.off", "1"),
+			statusOf{fwk.Unschedulable, "preemption: not eligible: preemption.policy of queue root.off is disabled"}},
+		{"refused by quota", userPod("over", "ann", "", "root.a", "9"),
+			statusOf{fwk.Unschedulable, "preemption: not eligible: the pod is over a quota limit"}},
+		{"preemptionPolicy Never", never,
+			statusOf{fwk.Unschedulable, "preemption: not eligible due to preemptionPolicy=Never."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := postFilter(tc.pod); got != tc.want {
+				t.Errorf("PostFilter = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("preemption delay", func(t *testing.T) {
+		pod := userPod("slow", "ann", "", "root.slow", "1")
+		want := statusOf{fwk.Unschedulable, "preemption: not eligible yet: queue root.slow sets preemption.delay 1s (1s left)"}
+		if got := postFilter(pod); got != want {
+			t.Fatalf("PostFilter = %+v, want %+v", got, want)
+		}
+		e.waitFor("the pod to be activated when its delay is over", func() bool {
+			for _, k := range e.activator.activated() {
+				if k == "ns1/slow" {
+					return true
+				}
+			}
+			return false
+		})
+		state, _ := e.preFilter(pod)
+		_, s := e.pl.PostFilter(e.ctx, state, pod, framework.NewDefaultNodeToStatus())
+		if strings.Contains(s.Message(), "not eligible") {
+			t.Errorf("after the delay: %v", s)
+		}
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestPreFilterReclaimable: a pod that fits its queue's share but not its
+// parent's, because another queue borrowed, is refused as Unschedulable
+// (not Unresolvable) with what it needs in the cycle state, so that the
+// PostFilter may take the room back; a pod over its own queue's share is
+// refused as before.
+func TestPreFilterReclaimable(t *testing.T) {
+	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
+	for i, q := range []string{"root.b", "root.b", "root.b", "root.a"} {
+		e.bind(userPod("run-"+string(rune('0'+i)), "u", "", q, "2"))
+	}
+	pending := userPod("a-more", "ann", "", "root.a", "1")
+	e.create(pending)
+	// 8 cpu: a 2 (guaranteed) + 1 (its demand), b 2 + 3; b holds 6.
+	e.waitFor("a's share to grow to 3", func() bool { return runtimeCPU(e.pl, "root.a") == 3000 })
+	state, s := e.preFilter(pending)
+	want := statusOf{fwk.Unschedulable, "queue root is at its share: cpu 8+1 > 8 (guaranteed 8, nothing lent by other queues)"}
+	if got := summary(s); got != want {
+		t.Fatalf("PreFilter = %+v, want %+v", got, want)
+	}
+	ps, err := getPreFilterState(state)
+	if err != nil || !reflect.DeepEqual(ps.blocked, []string{"root"}) {
+		t.Fatalf("cycle state = %+v, %v; want the pod's request with root blocked", ps, err)
+	}
+
+	over := userPod("a-big", "ann", "", "root.a", "2")
+	e.create(over)
+	if got := summary(func() *fwk.Status { _, s := e.preFilter(over); return s }()); got.Code != fwk.UnschedulableAndUnresolvable ||
+		!strings.HasPrefix(got.Message, "queue root.a is at its share") {
+		t.Errorf("over its own share: %+v", got)
+	}
+}
+
+// TestNonPreemptibleLabel: the label is read into the request.
+func TestNonPreemptibleLabel(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		np    bool
+	}{{"false", true}, {"False", true}, {" FALSE ", true}, {"true", false}, {"", false}, {"no", false}} {
+		pod := userPod("p", "ann", "", "root.a", "1")
+		if tc.value != "" {
+			pod.Labels[LabelPreemptible] = tc.value
+		}
+		if got := !podPreemptible(pod); got != tc.np {
+			t.Errorf("label %q: non-preemptible %v, want %v", tc.value, got, tc.np)
+		}
+	}
+}
