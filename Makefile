@@ -29,7 +29,7 @@ build: ## build the binaries into bin/
 	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/userquota-webhook ./cmd/webhook
 
 # The test tiers `make test` runs, in order; each prints a timing line.
-TEST_STAGES ?= lint test-unit fuzz test-integration test-local bench-scheduler-smoke
+TEST_STAGES ?= lint test-unit fuzz test-integration test-local bench-scheduler-smoke soak-short
 
 test: ## every test tier that needs no Docker (what CI runs), with a timing line per stage
 	@for stage in $(TEST_STAGES); do \
@@ -112,3 +112,21 @@ bench-scheduler-smoke: build ## the benchmark harness on 100 nodes, 1000 pods, o
 	cd test/perf && $(GO) test -count=1 -timeout=10m -run='^(TestWorkload|TestThroughput|TestRecovery)$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(BENCH_OUT))-smoke -nodes=100 -pods=1000 -users=100 -queues=10 -runs=1 -warmup=false \
 	  -recovery-pods=2000 -recovery-runs=1
+
+# Soak (docs/reliability.md): the local control plane and two scheduler
+# replicas under churn, with SIGKILLs of the leader, failovers, API server
+# restarts and pods deleted while no scheduler runs; after every quiet
+# period the leader's usage must equal the usage recomputed from the API
+# server's pods exactly. hack/soak.sh builds what it needs (tools, make
+# build, the harness in test/soak) and hands SOAK_FLAGS to the harness
+# (`make soak SOAK_FLAGS="-lifecycles=20000 -kills=10"`; -h lists them).
+# Logs and report.md go to _output/soak/<time>/.
+SOAK_FLAGS ?=
+
+.PHONY: soak soak-short
+
+soak: ## soak: 100,000 pod lifecycles, 50 leader kills, 5 API server restarts, zero drift (hours; not in make test)
+	hack/soak.sh $(SOAK_FLAGS)
+
+soak-short: ## the soak's CI variant: 2,500 pod lifecycles, 3 leader kills, 1 API server restart (a few minutes)
+	hack/soak.sh -short $(SOAK_FLAGS)

@@ -1,0 +1,591 @@
+package main
+
+// The history: every change of every pod, in etcd revision order, read
+// from etcd directly (not through the API server, whose watch the soak
+// restarts). Replaying it gives the cluster's true state at every
+// revision, across API server restarts, so the harness can check each
+// binding against the limits in force when it happened, and see how long a
+// refused pod waits once it fits.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+const podPrefix = "/registry/pods/"
+
+// decisionSlack is how long before the harness sees a binding (or a wait)
+// the scheduler may have decided it: the config versions in force in that
+// window are the ones the decision may have used.
+const decisionSlack = 10 * time.Second
+
+var decoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+
+// podRec is the replayed state of one pod.
+type podRec struct {
+	key, ns, name, uid string
+	charge             podCharge
+	owner              string // "", Job, ReplicaSet
+	fate               string // naked pods: what the workload does with it
+	life               time.Duration
+	node               string
+	phase              v1.PodPhase
+	deleting           bool
+	charged            bool
+	group              string // tracked group while charged
+	created            time.Time
+	boundAt            time.Time
+	terminalAt         time.Time
+	refused            bool   // PodScheduled=False seen
+	refusal            string // its message
+	fitSince           time.Time
+	deleteSent         bool
+}
+
+func (p *podRec) pending() bool {
+	return p.node == "" && !p.deleting && p.phase != v1.PodSucceeded && p.phase != v1.PodFailed
+}
+
+// cfgVersion is a queue config version and when it may have been in force.
+type cfgVersion struct {
+	cfg     *qconfig
+	written time.Time
+	applied time.Time // every running replica reported it; zero: not yet
+}
+
+// counters are the run's figures the history produces.
+type counters struct {
+	created, bound, lifecycles    int
+	succeeded, failed             int
+	deletedBound, deletedPending  int
+	refusedPods                   int
+	bindChecks                    int
+	boundNoScheduler              int
+	longestFitWait                time.Duration
+	longestFitWaitPod             string
+	historyEvents, historyResyncs int
+	lastRevision                  int64
+	deletedWhileNoScheduler       int
+}
+
+// history replays pods from etcd. All fields behind mu.
+type history struct {
+	mu       sync.Mutex
+	pods     map[string]*podRec
+	model    *usageModel
+	versions []*cfgVersion
+	c        counters
+	// violation is the first invariant broken, with both sides.
+	violation string
+	onViolate func(string)
+	// noScheduler is set while the harness runs no scheduler replica.
+	noScheduler bool
+	// skew, for the self-test only, changes the limits the checks use.
+	skew func(*qconfig) *qconfig
+}
+
+func newHistory(cfg *qconfig, onViolate func(string)) *history {
+	return &history{pods: map[string]*podRec{}, model: newUsageModel(cfg), onViolate: onViolate}
+}
+
+// addVersion records a config version as written now.
+func (h *history) addVersion(cfg *qconfig) *cfgVersion {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v := &cfgVersion{cfg: cfg, written: time.Now()}
+	h.versions = append(h.versions, v)
+	return v
+}
+
+func (h *history) setApplied(v *cfgVersion, t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v.applied = t
+}
+
+// inForce returns the versions the scheduler may have been using at some
+// moment in [from, to]: each version written by to whose successor was not
+// yet applied everywhere at from.
+func (h *history) inForce(from, to time.Time) []*qconfig {
+	var out []*qconfig
+	for i, v := range h.versions {
+		if v.written.After(to) {
+			break
+		}
+		if i+1 < len(h.versions) {
+			next := h.versions[i+1]
+			if !next.applied.IsZero() && next.applied.Before(from) {
+				continue
+			}
+		}
+		if h.skew != nil {
+			out = append(out, h.skew(v.cfg))
+		} else {
+			out = append(out, v.cfg)
+		}
+	}
+	return out
+}
+
+func (h *history) current() *qconfig { return h.versions[len(h.versions)-1].cfg }
+
+// run follows etcd from the current revision until ctx ends.
+func (h *history) run(ctx context.Context, etcdURL string, ready chan<- struct{}) error {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	rev, err := h.resync(ctx, cli)
+	if err != nil {
+		return err
+	}
+	close(ready)
+	for ctx.Err() == nil {
+		wch := cli.Watch(clientv3.WithRequireLeader(ctx), podPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+		for resp := range wch {
+			if err := resp.Err(); err != nil {
+				if errors.Is(err, rpctypes.ErrCompacted) {
+					// Fell behind the API server's compaction: start over
+					// from a fresh read (binds in the gap go unchecked).
+					if rev, err = h.resync(ctx, cli); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			now := time.Now()
+			h.mu.Lock()
+			for _, ev := range resp.Events {
+				h.apply(ev, now)
+				rev = ev.Kv.ModRevision
+			}
+			h.c.lastRevision = rev
+			h.mu.Unlock()
+		}
+	}
+	return ctx.Err()
+}
+
+// resync replaces the state with a read of every pod.
+func (h *history) resync(ctx context.Context, cli *clientv3.Client) (int64, error) {
+	resp, err := cli.Get(ctx, podPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.pods) > 0 || h.c.historyEvents > 0 {
+		h.c.historyResyncs++
+	}
+	h.pods = map[string]*podRec{}
+	h.model = newUsageModel(h.current())
+	now := time.Now()
+	for _, kv := range resp.Kvs {
+		pod, err := decodePod(kv.Value)
+		if err != nil || pod.Spec.SchedulerName != schedulerName {
+			continue
+		}
+		p := newRec(string(kv.Key), pod, now)
+		p.node, p.phase = pod.Spec.NodeName, pod.Status.Phase
+		if chargedNow(pod) {
+			p.charged = true
+			p.group = h.model.charge(p.charge)
+		}
+		h.pods[p.key] = p
+	}
+	return resp.Header.Revision, nil
+}
+
+func decodePod(b []byte) (*v1.Pod, error) {
+	obj, _, err := decoder.Decode(b, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("not a pod: %T", obj)
+	}
+	return pod, nil
+}
+
+var _ runtime.Object = (*v1.Pod)(nil)
+
+func newRec(key string, pod *v1.Pod, now time.Time) *podRec {
+	p := &podRec{key: key, ns: pod.Namespace, name: pod.Name, uid: string(pod.UID), charge: chargeOf(pod), created: now,
+		fate: pod.Annotations[annFate]}
+	if d, err := time.ParseDuration(pod.Annotations[annLife]); err == nil {
+		p.life = d
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			p.owner = ref.Kind
+		}
+	}
+	return p
+}
+
+// apply replays one etcd event. Called with mu held.
+func (h *history) apply(ev *clientv3.Event, now time.Time) {
+	h.c.historyEvents++
+	key := string(ev.Kv.Key)
+	p := h.pods[key]
+	if ev.Type == clientv3.EventTypeDelete {
+		if p == nil {
+			return
+		}
+		if p.charged {
+			h.release(p)
+			h.c.deletedBound++
+			if h.noScheduler {
+				h.c.deletedWhileNoScheduler++
+			}
+		} else if p.node == "" {
+			h.c.deletedPending++
+		}
+		delete(h.pods, key)
+		return
+	}
+	pod, err := decodePod(ev.Kv.Value)
+	if err != nil || pod.Spec.SchedulerName != schedulerName {
+		return
+	}
+	if p != nil && p.uid != string(pod.UID) {
+		// Deleted and created again between two events we saw as one.
+		if p.charged {
+			h.release(p)
+		}
+		p = nil
+	}
+	if p == nil {
+		p = newRec(key, pod, now)
+		h.pods[key] = p
+		h.c.created++
+	}
+	wasUnbound := p.node == ""
+	p.node, p.phase, p.deleting = pod.Spec.NodeName, pod.Status.Phase, pod.DeletionTimestamp != nil
+	if (p.phase == v1.PodSucceeded || p.phase == v1.PodFailed) && p.terminalAt.IsZero() {
+		p.terminalAt = now
+		if p.phase == v1.PodSucceeded {
+			h.c.succeeded++
+		} else {
+			h.c.failed++
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse {
+			if !p.refused {
+				h.c.refusedPods++
+			}
+			p.refused, p.refusal = true, c.Message
+		}
+	}
+	charged := chargedNow(pod)
+	switch {
+	case charged && !p.charged:
+		if why := h.model.conflict(p.charge); wasUnbound && why != "" {
+			h.violate(fmt.Sprintf("pod %s/%s (user %s, queue %s) was bound although its %s", p.ns, p.name, p.charge.user, p.charge.queue, why))
+		}
+		p.charged = true
+		p.group = h.model.charge(p.charge)
+		if wasUnbound {
+			p.boundAt = now
+			h.c.bound++
+			if h.noScheduler {
+				h.c.boundNoScheduler++
+			}
+			h.checkBind(p, now)
+		}
+	case !charged && p.charged:
+		h.release(p)
+	}
+}
+
+func (h *history) release(p *podRec) {
+	h.model.uncharge(p.charge, p.group)
+	p.charged = false
+	h.c.lifecycles++
+}
+
+// entities returns who a pod is tracked against.
+func (p *podRec) entities() []who {
+	w := []who{{kind: "user", name: p.charge.user}}
+	if p.group != "" {
+		w = append(w, who{kind: "group", name: p.group})
+	}
+	return append(w, who{kind: "queue"})
+}
+
+// checkBind: the pod just bound; with it, no user, group or queue on its
+// path may be over the loosest limit that may have been in force in the
+// last decisionSlack (the scheduler sees a new config a moment after it is
+// written). The scheduler's own view of usage is never below the true
+// one (it charges at Reserve, before the binding, and releases after the
+// API server says so), so the true usage after a binding bounds what the
+// scheduler admitted against.
+func (h *history) checkBind(p *podRec, now time.Time) {
+	h.c.bindChecks++
+	cfgs := h.inForce(now.Add(-decisionSlack), now)
+	newApp := h.model.appPods[p.charge.app] == 1
+	for _, q := range pathOf(p.charge.queue) {
+		for _, w := range p.entities() {
+			ls := make([]*limit, 0, len(cfgs))
+			for _, c := range cfgs {
+				ls = append(ls, c.limitFor(w, q))
+			}
+			n := h.model.node(w, q)
+			if n == nil {
+				continue
+			}
+			if why := loosest(ls).over(n.res, len(n.apps), p.charge.res, newApp); why != "" {
+				name := w.name
+				if w.kind == "queue" {
+					name = q
+				}
+				h.violate(fmt.Sprintf("pod %s/%s (user %s, queue %s, request %s) was bound while %s %q was at its limit in %s: with it %s (config versions that may have been in force: %s)\n  %s's pods on %s now:\n%s",
+					p.ns, p.name, p.charge.user, p.charge.queue, p.charge.res, w.kind, name, q, why, versionsOf(cfgs), w.kind, q, h.podsOf(w, q)))
+				return
+			}
+		}
+	}
+}
+
+func versionsOf(cfgs []*qconfig) string {
+	v := make([]string, len(cfgs))
+	for i, c := range cfgs {
+		v[i] = fmt.Sprint(c.version)
+	}
+	return strings.Join(v, ",")
+}
+
+// podsOf lists the charged pods of an entity on a queue, for a violation
+// report.
+func (h *history) podsOf(w who, q string) string {
+	var lines []string
+	for _, p := range h.pods {
+		if !p.charged || !strings.HasPrefix(p.charge.queue+".", q+".") {
+			continue
+		}
+		if w.kind == "user" && p.charge.user != w.name || w.kind == "group" && p.group != w.name {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("    %s/%s %s app %s bound %s", p.ns, p.name, p.charge.res, p.charge.app, p.boundAt.Format("15:04:05.000")))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func (h *history) violate(msg string) {
+	if h.violation != "" {
+		return
+	}
+	h.violation = msg
+	if h.onViolate != nil {
+		go h.onViolate(msg)
+	}
+}
+
+// fits reports whether a pending pod fits now under every config version
+// that may be in force, against the true usage.
+func (h *history) fits(p *podRec, cfgs []*qconfig) bool {
+	if h.model.conflict(p.charge) != "" {
+		return false
+	}
+	group := h.model.groupFor(p.charge)
+	newApp := h.model.appPods[p.charge.app] == 0
+	ents := []who{{kind: "user", name: p.charge.user}}
+	if group != "" {
+		ents = append(ents, who{kind: "group", name: group})
+	}
+	ents = append(ents, who{kind: "queue"})
+	for _, q := range pathOf(p.charge.queue) {
+		for _, w := range ents {
+			ls := make([]*limit, 0, len(cfgs))
+			for _, c := range cfgs {
+				ls = append(ls, c.limitFor(w, q))
+			}
+			l := strictest(ls)
+			if l == nil {
+				continue
+			}
+			after := vec{}
+			apps := 0
+			if n := h.model.node(w, q); n != nil {
+				after = n.res.clone()
+				apps = len(n.apps)
+			}
+			after.add(p.charge.res, 1)
+			if newApp {
+				apps++
+			}
+			if l.over(after, apps, p.charge.res, newApp) != "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkWaits runs the wait invariant once: a pending pod that has fitted
+// continuously for longer than maxWait, while nothing disturbed the
+// scheduler, is a violation. calm is when the last disturbance ended.
+func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cfgs := h.inForce(now.Add(-decisionSlack), now)
+	for _, p := range h.pods {
+		if !p.pending() {
+			p.fitSince = time.Time{}
+			continue
+		}
+		if !h.fits(p, cfgs) {
+			p.fitSince = time.Time{}
+			continue
+		}
+		if p.fitSince.IsZero() {
+			p.fitSince = now
+		}
+		from := p.fitSince
+		if calm.After(from) {
+			from = calm
+		}
+		wait := now.Sub(from)
+		if wait < 0 {
+			continue
+		}
+		if wait > h.c.longestFitWait {
+			h.c.longestFitWait = wait
+			h.c.longestFitWaitPod = p.ns + "/" + p.name
+		}
+		if wait > maxWait {
+			h.violate(fmt.Sprintf("pod %s/%s (user %s, groups %v, queue %s, app %s, request %s) has fitted every limit for %.1fs and is still not bound (refused before: %v %q)\n  user's pods on %s:\n%s",
+				p.ns, p.name, p.charge.user, p.charge.groups, p.charge.queue, p.charge.app, p.charge.res, wait.Seconds(), p.refused, p.refusal,
+				"root", h.podsOf(who{kind: "user", name: p.charge.user}, "root")))
+			return
+		}
+	}
+}
+
+// staticCheck: no user, group or queue is above the loosest limit of the
+// versions in force since the oldest charged pod was bound.
+func (h *history) staticCheck(m *usageModel, since time.Time) string {
+	h.mu.Lock()
+	cfgs := h.inForce(since, time.Now())
+	h.mu.Unlock()
+	check := func(w who, tree map[string]*unode) string {
+		for q, n := range tree {
+			ls := make([]*limit, 0, len(cfgs))
+			for _, c := range cfgs {
+				ls = append(ls, c.limitFor(w, q))
+			}
+			l := loosest(ls)
+			// Any request adds every resource a pod asks for: check them all.
+			if why := l.over(n.res, len(n.apps), n.res, true); why != "" {
+				name := w.name
+				if w.kind == "queue" {
+					name = q
+				}
+				return fmt.Sprintf("%s %q is above its limit in %s: %s (versions %s)", w.kind, name, q, why, versionsOf(cfgs))
+			}
+		}
+		return ""
+	}
+	for u, tree := range m.users {
+		if s := check(who{kind: "user", name: u}, tree); s != "" {
+			return s
+		}
+	}
+	for g, tree := range m.groups {
+		if s := check(who{kind: "group", name: g}, tree); s != "" {
+			return s
+		}
+	}
+	return check(who{kind: "queue"}, m.queues)
+}
+
+// snapshot copies what the workload needs to decide: the pods.
+func (h *history) snapshot() []podRec {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]podRec, 0, len(h.pods))
+	for _, p := range h.pods {
+		out = append(out, *p)
+	}
+	return out
+}
+
+func (h *history) counters() counters {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.c
+}
+
+func (h *history) setNoScheduler(v bool) {
+	h.mu.Lock()
+	h.noScheduler = v
+	h.mu.Unlock()
+}
+
+func (h *history) markDeleteSent(key string) {
+	h.mu.Lock()
+	if p := h.pods[key]; p != nil {
+		p.deleteSent = true
+	}
+	h.mu.Unlock()
+}
+
+// modelSnap returns the replayed usage and the earliest bind time among
+// charged pods.
+func (h *history) modelSnap() (snap, time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	oldest := time.Now()
+	for _, p := range h.pods {
+		if p.charged && !p.boundAt.IsZero() && p.boundAt.Before(oldest) {
+			oldest = p.boundAt
+		}
+	}
+	return h.model.snap(), oldest
+}
+
+// fittingPending lists pending pods that fit every limit now: the
+// scheduler is expected to bind them.
+func (h *history) fittingPending() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	cfgs := h.inForce(now.Add(-decisionSlack), now)
+	var out []string
+	for _, p := range h.pods {
+		if p.pending() && h.fits(p, cfgs) {
+			out = append(out, p.ns+"/"+p.name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dropVersion forgets a version whose write failed.
+func (h *history) dropVersion(v *cfgVersion) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, x := range h.versions {
+		if x == v {
+			h.versions = append(h.versions[:i], h.versions[i+1:]...)
+			return
+		}
+	}
+}
