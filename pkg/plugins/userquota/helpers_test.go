@@ -185,6 +185,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		frameworkruntime.WithEventRecorder(e.recorder),
 		frameworkruntime.WithPodActivator(e.activator),
 		frameworkruntime.WithSnapshotSharedLister(schedcache.NewEmptySnapshot()),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 	)
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)

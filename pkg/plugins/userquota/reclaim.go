@@ -101,6 +101,15 @@ func (b *reclaimBook) markLeaving(uid types.UID, req ugm.Request) {
 	b.leaving[uid] = req
 }
 
+// isLeaving reports whether the pod was preempted (or seen terminating)
+// and still holds its charge.
+func (b *reclaimBook) isLeaving(uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.leaving[uid]
+	return ok
+}
+
 // released forgets a pod whose charge was released.
 func (b *reclaimBook) released(uid types.UID) {
 	b.mu.Lock()
@@ -456,7 +465,10 @@ func (pl *Plugin) victimOf(pi fwk.PodInfo) *victim {
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.Time
 	}
-	if pod.DeletionTimestamp != nil {
+	// A pod we preempted is leaving even while the scheduler's snapshot
+	// does not show its deletion yet (informer lag under load): it must not
+	// be chosen, deleted and counted a second time.
+	if pod.DeletionTimestamp != nil || pl.reclaim.isLeaving(pod.UID) {
 		return &victim{pi: pi, pod: pod, key: pod.Namespace + "/" + pod.Name, queue: c.Request.Queue,
 			priority: corev1helpers.PodPriority(pod), start: start, leaving: true}
 	}
@@ -659,6 +671,11 @@ func (r *reclaimer) SelectVictimsOnNode(ctx context.Context, state fwk.CycleStat
 // and why, and our bookkeeping.
 func (pl *Plugin) preemptPod(ctx context.Context, c preemption.Candidate, preemptor, victim *v1.Pod, pluginName string) error {
 	logger := klog.FromContext(ctx)
+	if pl.reclaim.isLeaving(victim.UID) {
+		// Preempted already (the candidate came from a snapshot that does
+		// not show the deletion yet): its room is on its way.
+		return nil
+	}
 	charge, charged := pl.ledger.Get(string(victim.UID))
 	run := pl.reclaim.run(preemptor.UID)
 	why, queue, reason := pl.victimWhy(run, preemptor, victim, charge.Request)

@@ -6,9 +6,13 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // policyConfig: root.on preempts as usual, root.off never, root.slow after
@@ -143,5 +147,44 @@ func TestNonPreemptibleLabel(t *testing.T) {
 		if got := !podPreemptible(pod); got != tc.np {
 			t.Errorf("label %q: non-preemptible %v, want %v", tc.value, got, tc.np)
 		}
+	}
+}
+
+// fakeCandidate is a preemption candidate on testNode with the given victims.
+type fakeCandidate struct{ victims []*v1.Pod }
+
+func (c fakeCandidate) Victims() *extenderv1.Victims { return &extenderv1.Victims{Pods: c.victims} }
+func (c fakeCandidate) Name() string                 { return testNode }
+
+// TestPreemptPodOnce: a victim already preempted, picked again from a
+// snapshot that does not show its deletion yet (the informer lags under
+// load), is not deleted, reported or counted a second time.
+func TestPreemptPodOnce(t *testing.T) {
+	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	victim := e.bind(userPod("victim", "bob", "", "root.b", "1"))
+	e.waitFor("the victim to be charged", func() bool { _, ok := e.pl.ledger.Get(string(victim.UID)); return ok })
+	preemptor := userPod("preemptor", "ann", "", "root.a", "1")
+	c := fakeCandidate{victims: []*v1.Pod{victim}}
+	before := len(e.recorder.list(ReasonPreempted))
+	if err := e.pl.preemptPod(e.ctx, c, preemptor, victim, Name); err != nil {
+		t.Fatalf("first preemption: %v", err)
+	}
+	if got := len(e.recorder.list(ReasonPreempted)) - before; got != 1 {
+		t.Fatalf("%d Preempted events after the first preemption, want 1", got)
+	}
+	// The fake clientset deletes at once, where a real API server keeps a
+	// bound pod terminating for its grace period: put it back, still
+	// leaving as far as the plugin knows.
+	e.waitFor("the victim to be released", func() bool { _, ok := e.pl.ledger.Get(string(victim.UID)); return !ok })
+	e.bind(victim)
+	e.pl.reclaim.markLeaving(victim.UID, ugm.Request{Queue: "root.b"})
+	if err := e.pl.preemptPod(e.ctx, c, preemptor, victim, Name); err != nil {
+		t.Fatalf("second preemption: %v", err)
+	}
+	if got := len(e.recorder.list(ReasonPreempted)) - before; got != 1 {
+		t.Errorf("%d Preempted events after preempting the same pod twice, want 1", got)
+	}
+	if _, err := e.cs.CoreV1().Pods(victim.Namespace).Get(e.ctx, victim.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the victim was deleted a second time: %v", err)
 	}
 }
