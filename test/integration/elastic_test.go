@@ -54,9 +54,7 @@ func TestElasticBorrowAndGiveBack(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		p := c.makePod(podSpec{name: fmt.Sprintf("a-%d", i), user: "ann", queue: "root.a", cpu: "4"})
 		p.Spec.PriorityClassName = pc.Name
-		if _, err := c.client.CoreV1().Pods(c.ns).Create(c.ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		c.createPodObject(p)
 	}
 	c.createPod(podSpec{name: "b-more", user: "bob", queue: "root.b", cpu: "4"})
 	msg := c.waitRefused("b-more", "queue root.b is at its share: cpu 32+4 > 16 (guaranteed 16, nothing lent by other queues)")

@@ -72,6 +72,24 @@ func (c *cluster) createPod(ps podSpec) *v1.Pod {
 	return p
 }
 
+// createPodObject creates p, retrying while the API server's Priority
+// admission does not know p's PriorityClass yet: a class created just
+// before reaches the admission plugin's informer a moment later, which a
+// loaded machine makes long enough to see.
+func (c *cluster) createPodObject(p *v1.Pod) *v1.Pod {
+	c.t.Helper()
+	var created *v1.Pod
+	c.eventually("pod "+p.Name+" created", 30*time.Second, func() (bool, error) {
+		var err error
+		created, err = c.client.CoreV1().Pods(p.Namespace).Create(c.ctx, p, metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), "no PriorityClass with name") {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return created
+}
+
 func (c *cluster) getPod(name string) *v1.Pod {
 	c.t.Helper()
 	p, err := c.client.CoreV1().Pods(c.ns).Get(c.ctx, name, metav1.GetOptions{})

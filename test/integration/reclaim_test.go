@@ -119,9 +119,7 @@ func (c *cluster) createReclaimPod(rp reclaimPod) {
 	}
 	// As a real pod: a kubelet gives it 30 s to stop when it is deleted.
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
-	if _, err := c.client.CoreV1().Pods(c.ns).Create(c.ctx, p, metav1.CreateOptions{}); err != nil {
-		c.t.Fatal(err)
-	}
+	c.createPodObject(p)
 }
 
 func (c *cluster) createPriorityClasses() {
