@@ -95,7 +95,19 @@ type history struct {
 	noScheduler bool
 	// skew, for the self-test only, changes the limits the checks use.
 	skew func(*qconfig) *qconfig
+	// ended keeps the last endedKeep pods that were released, for the
+	// timeline a drift report prints (explain).
+	ended []endedPod
 }
+
+// endedPod is a released pod as the drift report shows it.
+type endedPod struct {
+	rec     podRec
+	endedAt time.Time
+	how     string
+}
+
+const endedKeep = 20000
 
 func newHistory(cfg *qconfig, onViolate func(string)) *history {
 	return &history{pods: map[string]*podRec{}, model: newUsageModel(cfg), onViolate: onViolate}
@@ -315,6 +327,14 @@ func (h *history) apply(ev *clientv3.Event, now time.Time) {
 }
 
 func (h *history) release(p *podRec) {
+	how := "deleted"
+	if p.phase == v1.PodSucceeded || p.phase == v1.PodFailed {
+		how = string(p.phase)
+	}
+	if len(h.ended) >= endedKeep {
+		h.ended = append(h.ended[:0], h.ended[endedKeep/2:]...)
+	}
+	h.ended = append(h.ended, endedPod{rec: *p, endedAt: time.Now(), how: how})
 	h.model.uncharge(p.charge, p.group)
 	p.charged = false
 	h.c.lifecycles++
@@ -588,4 +608,45 @@ func (h *history) dropVersion(v *cfgVersion) {
 			return
 		}
 	}
+}
+
+// explain prints what the history knows of apps' pods: those still in etcd
+// and the last released ones, with times, so a drift report shows which
+// pod one side still counts and when it ended.
+func (h *history) explain(apps []string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Format("15:04:05.000")
+	}
+	for _, app := range apps {
+		fmt.Fprintf(&b, "  application %s:\n", app)
+		n := 0
+		for _, p := range h.pods {
+			if p.charge.app != app {
+				continue
+			}
+			n++
+			fmt.Fprintf(&b, "    in etcd: %s uid %s user %s queue %s node %q phase %s deleting %v charged %v created %s bound %s\n",
+				p.key, p.uid, p.charge.user, p.charge.queue, p.node, p.phase, p.deleting, p.charged, ts(p.created), ts(p.boundAt))
+		}
+		shown := 0
+		for i := len(h.ended) - 1; i >= 0 && shown < 8; i-- {
+			e := &h.ended[i]
+			if e.rec.charge.app != app {
+				continue
+			}
+			shown++
+			fmt.Fprintf(&b, "    ended: %s uid %s user %s queue %s bound %s, released %s (%s)\n",
+				e.rec.key, e.rec.uid, e.rec.charge.user, e.rec.charge.queue, ts(e.rec.boundAt), ts(e.endedAt), e.how)
+		}
+		if n == 0 && shown == 0 {
+			b.WriteString("    (no pod of it in the history)\n")
+		}
+	}
+	return b.String()
 }

@@ -330,3 +330,25 @@ func TestAdjusted(t *testing.T) {
 		t.Error("adjusted changed the original")
 	}
 }
+
+func TestDriftApps(t *testing.T) {
+	line := func(pods int64, apps ...string) string { return nodeLine(vec{resPods: pods}, apps) }
+	for _, tc := range []struct {
+		name         string
+		sched, model map[string]string
+		want         []string
+	}{
+		{"equal", map[string]string{"queue root": line(1, "ns/a")}, map[string]string{"queue root": line(1, "ns/a")}, nil},
+		{"app on one side", map[string]string{"queue root": line(2, "ns/a", "ns/b")}, map[string]string{"queue root": line(1, "ns/a")}, []string{"ns/b"}},
+		{"same apps, other amounts", map[string]string{"queue root": line(3, "ns/a")}, map[string]string{"queue root": line(2, "ns/a")}, []string{"ns/a"}},
+		{"entry only in the model", map[string]string{}, map[string]string{"user u root": line(1, "ns/c")}, []string{"ns/c"}},
+		{"groups line", map[string]string{"user u groups": "ns/a=g1,ns/d=g2"}, map[string]string{"user u groups": "ns/a=g1"}, []string{"ns/d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := driftApps(snap{lines: tc.sched}, snap{lines: tc.model})
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("driftApps = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

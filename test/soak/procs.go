@@ -184,3 +184,10 @@ func (p *proc) signal(sig syscall.Signal) error {
 	}
 	return cmd.Process.Signal(sig)
 }
+
+// startedAt is when the process was last started.
+func (p *proc) startedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
+}

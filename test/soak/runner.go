@@ -617,7 +617,7 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 		}
 	}()
 	r.logf("quiet check (%s): workload and kwok stopped", name)
-	var lines, hlines []string
+	var lines, hlines, apps []string
 	var entries, hentries int
 	var maxPods int64
 	first := -1
@@ -633,7 +633,9 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 			s, err := r.usageOf(l)
 			m, merr := r.apiModel(ctx)
 			if err == nil && merr == nil {
-				lines, entries, maxPods = diff(s, m.snap())
+				ms := m.snap()
+				lines, entries, maxPods = diff(s, ms)
+				apps = driftApps(s, ms)
 				if first < 0 {
 					first = entries
 				}
@@ -667,8 +669,8 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 			if l != nil {
 				who = "scheduler-" + l.slot
 			}
-			msg := fmt.Sprintf("quiet check %s: after %s the leader's usage (%s) still differs from the usage recomputed from the API server's pods on %d entries (largest: %d pods):\n  %s\n  pending pods that fit: %v",
-				name, r.o.settleTimeout, who, entries, maxPods, strings.Join(lines, "\n  "), r.h.fittingPending())
+			msg := fmt.Sprintf("quiet check %s: after %s the leader's usage (%s) still differs from the usage recomputed from the API server's pods on %d entries (largest: %d pods):\n  %s\n  pending pods that fit: %v\nthe pods of the applications in question (etcd history):\n%s",
+				name, r.o.settleTimeout, who, entries, maxPods, strings.Join(lines, "\n  "), r.h.fittingPending(), r.h.explain(apps))
 			r.violate(msg)
 			return
 		}
@@ -701,21 +703,25 @@ func (r *runner) settled(ctx context.Context, name string, t0 time.Time, after *
 			continue
 		}
 		var lines []string
+		var apps []string
 		exact := false
 		for i := 0; i < 60 && !exact && ctx.Err() == nil; i++ {
 			s, err := r.usageOf(rep)
 			fm, merr := r.apiModel(ctx)
 			if err == nil && merr == nil {
 				var e int
-				lines, e, _ = diff(s, fm.snap())
+				ms := fm.snap()
+				lines, e, _ = diff(s, ms)
 				exact = e == 0
+				apps = driftApps(s, ms)
 			}
 			if !exact {
 				time.Sleep(250 * time.Millisecond)
 			}
 		}
 		if !exact {
-			r.violate(fmt.Sprintf("quiet check %s: the follower scheduler-%s's usage differs from the usage recomputed from the API server's pods:\n  %s", name, rep.slot, strings.Join(lines, "\n  ")))
+			r.violate(fmt.Sprintf("quiet check %s: the follower scheduler-%s (process started %s) usage differs from the usage recomputed from the API server's pods:\n  %s\nthe pods of the applications in question (etcd history):\n%s",
+				name, rep.slot, rep.startedAt().Format("15:04:05.000"), strings.Join(lines, "\n  "), r.h.explain(apps)))
 			return
 		}
 	}

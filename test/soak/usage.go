@@ -397,3 +397,65 @@ func diff(sched, model snap) (lines []string, entries int, maxPods int64) {
 	}
 	return lines, entries, maxPods
 }
+
+// driftApps names the applications a diff's entries disagree on: those on
+// one side of an entry only, else (same applications, other amounts) every
+// application of the entry, at most 20 in all.
+func driftApps(sched, model snap) []string {
+	appsOf := func(line string) map[string]bool {
+		out := map[string]bool{}
+		list := line
+		if i := strings.Index(line, " apps="); i >= 0 {
+			list = line[i+len(" apps="):]
+		}
+		for _, a := range strings.Split(list, ",") {
+			if j := strings.Index(a, "="); j >= 0 {
+				a = a[:j] // "user X groups": app=group
+			}
+			if a != "" {
+				out[a] = true
+			}
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	var apps []string
+	add := func(a string) {
+		if !seen[a] && len(apps) < 20 {
+			seen[a] = true
+			apps = append(apps, a)
+		}
+	}
+	for k, a := range sched.lines {
+		if model.lines[k] != a {
+			sa, ma := appsOf(a), appsOf(model.lines[k])
+			only := false
+			for x := range sa {
+				if !ma[x] {
+					add(x)
+					only = true
+				}
+			}
+			for x := range ma {
+				if !sa[x] {
+					add(x)
+					only = true
+				}
+			}
+			if !only && len(sa) <= 3 {
+				for x := range sa {
+					add(x)
+				}
+			}
+		}
+	}
+	for k, b := range model.lines {
+		if _, ok := sched.lines[k]; !ok {
+			for x := range appsOf(b) {
+				add(x)
+			}
+		}
+	}
+	sort.Strings(apps)
+	return apps
+}
