@@ -49,8 +49,9 @@ type podRec struct {
 	created            time.Time
 	boundAt            time.Time
 	terminalAt         time.Time
-	refused            bool   // PodScheduled=False seen
-	refusal            string // its message
+	refused            bool      // PodScheduled=False seen
+	refusal            string    // its message
+	refusedAt          time.Time // when that message was first seen
 	fitSince           time.Time
 	deleteSent         bool
 }
@@ -302,6 +303,9 @@ func (h *history) apply(ev *clientv3.Event, now time.Time) {
 			if !p.refused {
 				h.c.refusedPods++
 			}
+			if !p.refused || p.refusal != c.Message {
+				p.refusedAt = now
+			}
 			p.refused, p.refusal = true, c.Message
 		}
 	}
@@ -459,15 +463,20 @@ func (h *history) fits(p *podRec, cfgs []*qconfig) bool {
 	return true
 }
 
-// checkWaits runs the wait invariant once: a pending pod that has fitted
-// continuously for longer than maxWait, while nothing disturbed the
-// scheduler, is a violation. calm is when the last disturbance ended.
+// checkWaits runs the wait invariant once: a refused pod that has fitted
+// continuously for longer than maxWait since it was refused, while nothing
+// disturbed the scheduler, is a violation. calm is when the last
+// disturbance ended. A pod never refused is still in the scheduler's queue:
+// how long it waits there is throughput (test/perf), not quota; and the
+// wait starts no earlier than the refusal, since the refusal shows what the
+// scheduler saw then (on a loaded machine its informers lag the etcd
+// history by a second or more).
 func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cfgs := h.inForce(now.Add(-decisionSlack), now)
 	for _, p := range h.pods {
-		if !p.pending() {
+		if !p.pending() || !p.refused {
 			p.fitSince = time.Time{}
 			continue
 		}
@@ -481,6 +490,9 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 		from := p.fitSince
 		if calm.After(from) {
 			from = calm
+		}
+		if p.refusedAt.After(from) {
+			from = p.refusedAt
 		}
 		wait := now.Sub(from)
 		if wait < 0 {

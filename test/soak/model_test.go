@@ -279,6 +279,15 @@ func TestHistoryCatchesAWaitingPod(t *testing.T) {
 	p := testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
 	put(t, h, 1, p)
 	now := time.Now()
+	// Never refused: it is in the scheduler's queue, not held by quota.
+	h.checkWaits(now, now.Add(-time.Minute), 5*time.Second)
+	h.checkWaits(now.Add(20*time.Second), now.Add(-time.Minute), 5*time.Second)
+	if h.violation != "" {
+		t.Fatalf("never refused: %s", h.violation)
+	}
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: "user u011 is at a limit"}}
+	put(t, h, 2, p)
+	now = h.pods[podPrefix+p.Namespace+"/"+p.Name].refusedAt
 	h.checkWaits(now, now.Add(-time.Minute), 5*time.Second)
 	h.checkWaits(now.Add(4*time.Second), now.Add(-time.Minute), 5*time.Second)
 	if h.violation != "" {
