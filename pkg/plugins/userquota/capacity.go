@@ -155,13 +155,9 @@ func (pl *Plugin) startCapacity() error {
 		return err
 	}
 	pods, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { pl.onForeignPod(obj) },
-		UpdateFunc: func(_, obj interface{}) { pl.onForeignPod(obj) },
-		DeleteFunc: func(obj interface{}) {
-			if pod, ok := podFromObj(obj); ok && !pl.ours(pod) && pl.capacity.deleteForeign(pod.UID) {
-				pl.kickShares()
-			}
-		},
+		AddFunc:    pl.onForeignPod,
+		UpdateFunc: pl.onForeignPodUpdate,
+		DeleteFunc: pl.onForeignPodDelete,
 	})
 	if err != nil {
 		return err
@@ -173,6 +169,21 @@ func (pl *Plugin) startCapacity() error {
 
 func (pl *Plugin) onNode(obj interface{}) {
 	if n, ok := obj.(*v1.Node); ok && pl.capacity.setNode(n) {
+		pl.kickShares()
+	}
+}
+
+// onForeignPodUpdate: an update whose sides are different pods (same
+// name, see onPodUpdate) removes the old one first.
+func (pl *Plugin) onForeignPodUpdate(old, obj interface{}) {
+	if replacedPod(old, obj) {
+		pl.onForeignPodDelete(old)
+	}
+	pl.onForeignPod(obj)
+}
+
+func (pl *Plugin) onForeignPodDelete(obj interface{}) {
+	if pod, ok := podFromObj(obj); ok && !pl.ours(pod) && pl.capacity.deleteForeign(pod.UID) {
 		pl.kickShares()
 	}
 }

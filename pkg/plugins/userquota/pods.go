@@ -22,7 +22,7 @@ func (pl *Plugin) startPodHandler() error {
 	logger := klog.Background().WithName(Name)
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { pl.onPod(logger, obj) },
-		UpdateFunc: func(_, obj interface{}) { pl.onPod(logger, obj) },
+		UpdateFunc: func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },
 		DeleteFunc: func(obj interface{}) { pl.onPodDelete(logger, obj) },
 	})
 	if err != nil {
@@ -33,6 +33,25 @@ func (pl *Plugin) startPodHandler() error {
 }
 
 func (pl *Plugin) ours(pod *v1.Pod) bool { return pod.Spec.SchedulerName == pl.profile }
+
+// onPodUpdate follows a pod from old to obj. When a relist finds a pod
+// deleted and created again under the same name (a StatefulSet pod, a pod
+// recreated while the watch was down), the informer hands over one update
+// whose two sides have different UIDs: the old pod is gone, and its charge
+// must go with it (kube-scheduler's own cache does the same).
+func (pl *Plugin) onPodUpdate(logger klog.Logger, old, obj interface{}) {
+	if replacedPod(old, obj) {
+		pl.onPodDelete(logger, old)
+	}
+	pl.onPod(logger, obj)
+}
+
+// replacedPod reports whether an update's two sides are different pods.
+func replacedPod(old, obj interface{}) bool {
+	o, ok1 := old.(*v1.Pod)
+	n, ok2 := obj.(*v1.Pod)
+	return ok1 && ok2 && o.UID != n.UID
+}
 
 // onPod accounts a bound pod not yet charged (restart, failover), releases
 // one that finished or (with releaseOnTerminating) is terminating, and

@@ -164,6 +164,20 @@ func TestPodInformer(t *testing.T) {
 			want: sueIn(500, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
 		},
 		{
+			// A relist after a watch gap hands over one update when a pod
+			// was deleted and created again under the same name.
+			name: "an update to another pod of the same name releases the old pod",
+			run: func(e *env) {
+				old := e.bind(p1)
+				e.waitFor("p1 to be charged", func() bool { _, ok := e.pl.ledger.Get("uid-p1"); return ok })
+				again := old.DeepCopy()
+				again.UID = "uid-p1-again"
+				again.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("500m")
+				e.pl.onPodUpdate(klog.Background(), old, again)
+			},
+			want: sueIn(500, 1, []string{"ns1/pod/uid-p1-again"}, "uid-p1-again"),
+		},
+		{
 			name: "pending pods are not charged",
 			run: func(e *env) {
 				e.create(p1)

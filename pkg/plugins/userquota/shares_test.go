@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -152,5 +153,25 @@ func TestSharesOffWithoutElasticQueues(t *testing.T) {
 	e.mustSchedule(pod)
 	if e.pl.ugm.Shares() != nil {
 		t.Error("share table in force without elastic queues")
+	}
+}
+
+// TestForeignPodReplacedUnderItsName: an update whose sides are two pods of
+// one name (deleted and created again across a relist) frees the old pod's
+// room on the node; only the new pod's requests are taken off the capacity.
+func TestForeignPodReplacedUnderItsName(t *testing.T) {
+	e := newEnv(t, envOptions{config: elasticConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	capacityCPU := func() int64 {
+		v, _ := e.pl.capacity.total().Get(resources.Intern("cpu"))
+		return v
+	}
+	old := e.bind(podOf("system").SchedulerName("default-scheduler").Req(cpu("1")).Obj())
+	e.waitFor("the foreign pod to take 1 cpu", func() bool { return capacityCPU() == 7000 })
+	again := old.DeepCopy()
+	again.UID = "uid-system-again"
+	again.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
+	e.pl.onForeignPodUpdate(old, again)
+	if got := capacityCPU(); got != 6000 {
+		t.Errorf("capacity cpu = %d, want 6000 (8 minus the new pod's 2)", got)
 	}
 }
