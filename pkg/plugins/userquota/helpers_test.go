@@ -476,6 +476,15 @@ type recordingActivator struct {
 	calls  [][]string
 	probe  func() any
 	probes []any
+	// next, if set, is handed every call too (a real scheduling queue).
+	next fwk.PodActivator
+}
+
+// forward hands every later Activate call to next as well.
+func (a *recordingActivator) forward(next fwk.PodActivator) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.next = next
 }
 
 // setProbe makes every later Activate call run probe first and keep its
@@ -493,10 +502,13 @@ func (a *recordingActivator) probed() []any {
 	return append([]any(nil), a.probes...)
 }
 
-func (a *recordingActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+func (a *recordingActivator) Activate(logger klog.Logger, pods map[string]*v1.Pod) {
 	a.mu.Lock()
-	probe := a.probe
+	probe, next := a.probe, a.next
 	a.mu.Unlock()
+	if next != nil {
+		next.Activate(logger, pods)
+	}
 	var seen any
 	if probe != nil {
 		seen = probe()

@@ -192,7 +192,14 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if err != nil {
 		return nil, pl.refuse(logger, pod, nil, err, frees)
 	}
-	if err := pl.ledger.Check(&req); err != nil {
+	err = pl.ledger.Check(&req)
+	if err != nil && pl.frees.Load() != frees {
+		// Room was freed while deciding: decide again, once, rather than
+		// refuse and wait for the activation.
+		frees = pl.frees.Load()
+		err = pl.ledger.Check(&req)
+	}
+	if err != nil {
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
 		if blocked := pl.reclaimable(&req, err); len(blocked) > 0 {
 			// Unschedulable, not Unresolvable: the PostFilter may make room

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,13 +22,26 @@ type refusedPod struct {
 	pod    *v1.Pod
 	req    *ugm.Request // nil when the pod itself was malformed
 	reason error
+	at     time.Time // when refused
 }
+
+// A pod refused less than inFlightWindow ago may still be in its scheduling
+// cycle when room frees. The scheduling queue then only notes an Activate
+// and, when the cycle ends, puts the pod in the backoff queue (1 s, doubling
+// with each attempt up to podMaxBackoffSeconds, 10 s by default) instead of
+// the active queue. So such a pod is activated a second time
+// reactivateAfter later, when the cycle has ended: that moves it from the
+// backoff queue to the active queue at once.
+const (
+	inFlightWindow  = time.Second
+	reactivateAfter = 100 * time.Millisecond
+)
 
 // remember records a refusal (replacing an older one for the pod).
 func (pl *Plugin) remember(pod *v1.Pod, req *ugm.Request, reason error) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	pl.refused[string(pod.UID)] = &refusedPod{pod: pod, req: req, reason: reason}
+	pl.refused[string(pod.UID)] = &refusedPod{pod: pod, req: req, reason: reason, at: time.Now()}
 }
 
 // forget drops a pod that was admitted or went away.
@@ -85,10 +99,19 @@ func (pl *Plugin) activateAll(logger klog.Logger) {
 func (pl *Plugin) activate(logger klog.Logger, match func(*refusedPod) bool) {
 	pl.mu.Lock()
 	pods := map[string]*v1.Pod{}
+	var recent map[string]*v1.Pod
+	now := time.Now()
 	for uid, rp := range pl.refused {
 		if match(rp) {
-			pods[rp.pod.Namespace+"/"+rp.pod.Name] = rp.pod
+			key := rp.pod.Namespace + "/" + rp.pod.Name
+			pods[key] = rp.pod
 			delete(pl.refused, uid)
+			if now.Sub(rp.at) < inFlightWindow {
+				if recent == nil {
+					recent = map[string]*v1.Pod{}
+				}
+				recent[key] = rp.pod
+			}
 		}
 	}
 	pl.mu.Unlock()
@@ -97,6 +120,12 @@ func (pl *Plugin) activate(logger klog.Logger, match func(*refusedPod) bool) {
 	}
 	logger.V(4).Info("Activating pods refused by quota", "count", len(pods))
 	pl.handle.Activate(logger, pods)
+	if recent != nil {
+		time.AfterFunc(reactivateAfter, func() {
+			logger.V(4).Info("Activating pods refused moments before, again", "count", len(recent))
+			pl.handle.Activate(logger, recent)
+		})
+	}
 }
 
 // refusal returns what a refused pod was refused for, if it was.

@@ -2,12 +2,15 @@ package userquota
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 )
 
 // perUserConfig gives every user 2 cpu in root.sandbox, and the queue
@@ -103,7 +106,9 @@ func TestActivateAfterRelease(t *testing.T) {
 				t.Errorf("activated (-want,+got):\n%s", diff)
 			}
 			if tc.wantSue >= 0 {
-				if diff := cmp.Diff([]any{tc.wantSue}, e.activator.probed()); diff != "" {
+				// The first call; the pods were refused moments ago, so a
+				// second may follow (TestActivateAgainAfterTheCycle).
+				if diff := cmp.Diff([]any{tc.wantSue}, e.activator.probed()[:1]); diff != "" {
 					t.Errorf("sue's cpu when Activate was called (-want,+got):\n%s", diff)
 				}
 			}
@@ -115,6 +120,89 @@ func TestActivateAfterRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestActivateAgainAfterTheCycle: a pod refused moments before room frees
+// may still be in its scheduling cycle, where an Activate only sends it to
+// the backoff queue; it is activated again once the cycle is surely over.
+// A pod refused long before is activated once.
+func TestActivateAgainAfterTheCycle(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		refusedAt time.Duration // before the release
+		wantCalls int
+	}{
+		{"refused just now", 0, 2},
+		{"refused long before", -time.Minute, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{config: perUserConfig})
+			held := userPod("sue-held", "sue", "", "sandbox", "2")
+			e.mustSchedule(held)
+			e.bind(held)
+			waits := userPod("sue-waits", "sue", "", "sandbox", "1")
+			if _, s := e.preFilter(waits); s.Code() != fwk.UnschedulableAndUnresolvable {
+				t.Fatalf("PreFilter = %v, want a refusal", s)
+			}
+			e.barrier()
+			e.pl.mu.Lock()
+			e.pl.refused[string(waits.UID)].at = time.Now().Add(tc.refusedAt)
+			e.pl.mu.Unlock()
+			e.activator.reset()
+			e.delete(held)
+			e.waitFor("an Activate call", func() bool { return len(e.activator.activated()) > 0 })
+			time.Sleep(3 * reactivateAfter)
+			e.activator.mu.Lock()
+			calls := append([][]string(nil), e.activator.calls...)
+			e.activator.mu.Unlock()
+			if len(calls) != tc.wantCalls {
+				t.Fatalf("Activate calls %v, want %d", calls, tc.wantCalls)
+			}
+			for _, c := range calls {
+				if diff := cmp.Diff([]string{"ns1/sue-waits"}, c); diff != "" {
+					t.Errorf("activated (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestActivationReachesAnInFlightPod runs the race on kube-scheduler's own
+// scheduling queue: room frees while the refused pod is still in its
+// cycle. The queue turns that Activate into a backoff (10 s here); the
+// second Activate moves the pod to the active queue within moments.
+func TestActivationReachesAnInFlightPod(t *testing.T) {
+	e := newEnv(t, envOptions{config: perUserConfig})
+	q := queue.NewTestQueue(e.ctx, func(a, b fwk.QueuedPodInfo) bool { return a.GetTimestamp().Before(b.GetTimestamp()) },
+		queue.WithPodInitialBackoffDuration(10*time.Second), queue.WithPodMaxBackoffDuration(10*time.Second))
+	e.activator.forward(q)
+	logger := klog.FromContext(e.ctx)
+
+	held := userPod("sue-held", "sue", "", "sandbox", "2")
+	e.mustSchedule(held)
+	e.bind(held)
+	waits := userPod("sue-waits", "sue", "", "sandbox", "1")
+	q.Add(logger, waits)
+	pInfo, err := q.Pop(logger) // the cycle starts: the pod is in flight
+	if err != nil || pInfo.Pod.UID != waits.UID {
+		t.Fatalf("Pop = %v, %v", pInfo, err)
+	}
+	if _, s := e.preFilter(waits); s.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("PreFilter = %v, want a refusal", s)
+	}
+	e.delete(held) // room frees before the cycle ends
+	e.waitFor("the first Activate", func() bool { return len(e.activator.activated()) > 0 })
+	pInfo.UnschedulablePlugins = sets.New(Name)
+	if err := q.AddUnschedulableIfNotPresent(logger, pInfo, q.SchedulingCycle()); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.PodsInBackoffQ(); len(got) != 1 {
+		t.Fatalf("after the cycle the pod is in the backoff queue, want it there first; backoff queue %v", got)
+	}
+	e.waitFor("the pod in the active queue", func() bool {
+		active := q.PodsInActiveQ()
+		return len(active) == 1 && active[0].UID == waits.UID
+	})
 }
 
 // TestActivateAfterUnreserve: a Reserve rolled back by Unreserve releases
