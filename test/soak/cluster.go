@@ -126,7 +126,7 @@ func newCluster(o *options, dir string) (*cluster, error) {
 	c.kcm = &proc{name: "kube-controller-manager", bin: bin("kube-controller-manager"), logDir: c.logDir, args: func() []string {
 		return []string{
 			"--kubeconfig", c.kcmKC,
-			"--controllers", "deployment-controller,replicaset-controller,job-controller,garbage-collector-controller",
+			"--controllers", "deployment-controller,replicaset-controller,statefulset-controller,job-controller,garbage-collector-controller",
 			"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(kcmPort),
 			"--profiling=false",
 		}

@@ -751,6 +751,7 @@ type figures struct {
 	Created, Bound, Lifecycles, Succeeded, Failed int
 	DeletedBound, DeletedPending, Refused         int
 	JobsCreated, DeploymentScales, Rollouts       int64
+	StatefulSetDeletes                            int64
 	Submitted, CreateErrors, DeletesSent          int64
 	ConfigChanges                                 int
 
@@ -793,6 +794,7 @@ func (r *runner) finishFigures() {
 	f.HistoryEvents, f.HistoryResyncs = c.historyEvents, c.historyResyncs
 	if r.w != nil {
 		f.JobsCreated, f.DeploymentScales, f.Rollouts = r.w.jobsMade.Load(), r.w.scales.Load(), r.w.rollouts.Load()
+		f.StatefulSetDeletes = r.w.stsDeletes.Load()
 		f.Submitted, f.CreateErrors, f.DeletesSent = r.w.submitted.Load(), r.w.createErrs.Load(), r.w.deletesSent.Load()
 	}
 	if v := r.violation.Load(); v != nil {
@@ -838,6 +840,7 @@ func (f *figures) markdown(o *options) string {
 	row("pods refused at least once (quota)", fmt.Sprintf("%d (%.0f%% of created)", f.Refused, pct(f.Refused, f.Created)))
 	row("ended: Succeeded / Failed (kwok) / deleted while bound / deleted while pending", fmt.Sprintf("%d / %d / %d / %d", f.Succeeded, f.Failed, f.DeletedBound, f.DeletedPending))
 	row("Jobs created; Deployment scalings; rollouts", fmt.Sprintf("%d; %d; %d", f.JobsCreated, f.DeploymentScales, f.Rollouts))
+	row("StatefulSet pods deleted and created again under their name", fmt.Sprint(f.StatefulSetDeletes))
 	row("queue config changes", f.ConfigChanges)
 	row("SIGKILLs of the leading scheduler", f.Kills)
 	row("failovers to the other replica (time from the kill)", fmt.Sprintf("%d (%s)", f.Failovers, stats(f.FailoverSeconds)))

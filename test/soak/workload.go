@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,6 +67,7 @@ type workload struct {
 	jobsMade    atomic.Int64
 	scales      atomic.Int64
 	rollouts    atomic.Int64
+	stsDeletes  atomic.Int64 // StatefulSet pods deleted (created again under their name)
 
 	sentMu sync.Mutex
 	sent   map[string]time.Time // pod key -> when its delete was sent
@@ -149,6 +151,7 @@ func (w *workload) run(ctx context.Context) {
 	if w.o.controllers {
 		go w.jobs(ctx)
 		go w.deployments(ctx)
+		go w.statefulSets(ctx)
 	}
 }
 
@@ -539,6 +542,64 @@ func (w *workload) deployments(ctx context.Context) {
 			d.Spec.Template.Annotations["soak.userquota.io/rev"] = fmt.Sprint(w.seq.Add(1))
 			if _, err := w.c.client.AppsV1().Deployments(ns).Update(cctx, d, metav1.UpdateOptions{}); err == nil {
 				w.rollouts.Add(1)
+			}
+		})
+	}
+}
+
+// statefulSets runs two StatefulSets and deletes one of their bound pods
+// now and then (half with grace 0): the controller creates it again under
+// the same name, so a relist across the two sees one pod replaced by
+// another of its name (the plugin must release the old one).
+func (w *workload) statefulSets(ctx context.Context) {
+	const count = 2
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	created := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.act(func() {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if !created {
+				for i := 0; i < count; i++ {
+					u := w.users[(i*7+5)%len(w.users)]
+					meta, spec := w.podTemplate(u, u.home)
+					meta.Labels["app"] = fmt.Sprintf("sts-%d", i)
+					spec.RestartPolicy = v1.RestartPolicyAlways
+					ss := &appsv1.StatefulSet{
+						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sts-%d", i), Namespace: podNamespaces[i%len(podNamespaces)]},
+						Spec: appsv1.StatefulSetSpec{
+							Replicas:            ptr.To(int32(3)),
+							PodManagementPolicy: appsv1.ParallelPodManagement,
+							Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": meta.Labels["app"]}},
+							Template:            v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec},
+						},
+					}
+					if _, err := w.c.client.AppsV1().StatefulSets(ss.Namespace).Create(cctx, ss, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+						return
+					}
+				}
+				created = true
+				return
+			}
+			i := w.intn(count)
+			ns := podNamespaces[i%len(podNamespaces)]
+			name := fmt.Sprintf("sts-%d-%d", i, w.intn(3))
+			pod, err := w.c.client.CoreV1().Pods(ns).Get(cctx, name, metav1.GetOptions{})
+			if err != nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+				return
+			}
+			opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
+			if w.intn(2) == 0 {
+				opts.GracePeriodSeconds = ptr.To(int64(0))
+			}
+			if err := w.c.client.CoreV1().Pods(ns).Delete(cctx, name, opts); err == nil {
+				w.stsDeletes.Add(1)
 			}
 		})
 	}
