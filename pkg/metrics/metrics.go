@@ -27,6 +27,7 @@ const (
 	SourceRunning   = "running"   // a bound pod found running (restart, failover) was charged
 	SourceRelease   = "release"   // a pod finished or was deleted
 	SourceUnreserve = "unreserve" // a later scheduling step failed after Reserve
+	SourceAudit     = "audit"     // the audit found a charge its informer event never made or undid
 )
 
 // Values of the result label of config reloads.
@@ -53,13 +54,13 @@ var (
 	increases = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "increases_total",
-		Help:           "Pod charges committed, by source: reserve (a scheduled pod) or running (a bound pod found at start or failover).",
+		Help:           "Pod charges committed, by source: reserve (a scheduled pod), running (a bound pod found at start or failover) or audit (a bound pod whose charge no informer event made).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"source"})
 	decreases = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "decreases_total",
-		Help:           "Pod charges released, by source: release (the pod finished or was deleted) or unreserve (a later scheduling step failed).",
+		Help:           "Pod charges released, by source: release (the pod finished or was deleted), unreserve (a later scheduling step failed) or audit (the pod was gone and no informer event said so).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"source"})
 	configReloads = metrics.NewCounterVec(&metrics.CounterOpts{

@@ -191,11 +191,11 @@ userquota_refusals_total{limit="applications",who="group"} 1
 userquota_refusals_total{limit="none",who="pod"} 2
 userquota_refusals_total{limit="resources",who="queue"} 1
 userquota_refusals_total{limit="resources",who="user"} 2
-# HELP userquota_increases_total [ALPHA] Pod charges committed, by source: reserve (a scheduled pod) or running (a bound pod found at start or failover).
+# HELP userquota_increases_total [ALPHA] Pod charges committed, by source: reserve (a scheduled pod), running (a bound pod found at start or failover) or audit (a bound pod whose charge no informer event made).
 # TYPE userquota_increases_total counter
 userquota_increases_total{source="reserve"} 2
 userquota_increases_total{source="running"} 1
-# HELP userquota_decreases_total [ALPHA] Pod charges released, by source: release (the pod finished or was deleted) or unreserve (a later scheduling step failed).
+# HELP userquota_decreases_total [ALPHA] Pod charges released, by source: release (the pod finished or was deleted), unreserve (a later scheduling step failed) or audit (the pod was gone and no informer event said so).
 # TYPE userquota_decreases_total counter
 userquota_decreases_total{source="release"} 1
 userquota_decreases_total{source="unreserve"} 1

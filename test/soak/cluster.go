@@ -48,6 +48,25 @@ type replica struct {
 	acquiredAt           atomic.Int64 // unix nanos
 }
 
+// auditLog collects the scheduler's audit repairs (pkg/plugins/userquota,
+// audit.go): each is a charge a lost informer event left wrong.
+type auditLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (a *auditLog) add(line string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lines = append(a.lines, line)
+}
+
+func (a *auditLog) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.lines...)
+}
+
 func (r *replica) leading() bool { return r.running() && r.acquired.Load() }
 
 // cluster is the control plane and the scheduler replicas.
@@ -69,6 +88,7 @@ type cluster struct {
 	mu                sync.Mutex
 	unplannedExits    []string
 	unplannedRestarts int
+	audits            auditLog
 }
 
 func token() string {
@@ -170,6 +190,9 @@ func newCluster(o *options, dir string) (*cluster, error) {
 			}
 		}}
 		r.onLine = func(line string) {
+			if strings.Contains(line, "Audit: released") || strings.Contains(line, "Audit: charged") {
+				c.audits.add("scheduler-" + r.slot + ": " + line)
+			}
 			// client-go's leaderelection: "successfully acquired lease ...".
 			if strings.Contains(strings.ToLower(line), "successfully acquired lease") {
 				r.acquiredAt.Store(time.Now().UnixNano())

@@ -759,6 +759,7 @@ type figures struct {
 	FailoverSeconds      []float64
 	SchedulerStarts      int
 	UnplannedExits       int
+	AuditRepairs         []string
 	UnplannedExitReasons []string
 	OtherRestarts        int
 	APIRestarts          int
@@ -792,6 +793,9 @@ func (r *runner) finishFigures() {
 	f.DeletedBound, f.DeletedPending, f.Refused = c.deletedBound, c.deletedPending, c.refusedPods
 	f.BindChecks, f.LongestFitWaitSeconds, f.LongestFitWaitPod = c.bindChecks, c.longestFitWait.Seconds(), c.longestFitWaitPod
 	f.HistoryEvents, f.HistoryResyncs = c.historyEvents, c.historyResyncs
+	if r.c != nil {
+		f.AuditRepairs = r.c.audits.all()
+	}
 	if r.w != nil {
 		f.JobsCreated, f.DeploymentScales, f.Rollouts = r.w.jobsMade.Load(), r.w.scales.Load(), r.w.rollouts.Load()
 		f.StatefulSetDeletes = r.w.stsDeletes.Load()
@@ -848,6 +852,7 @@ func (f *figures) markdown(o *options) string {
 	row("windows with no scheduler running; bound pods deleted in them", fmt.Sprintf("%d; %d", f.NoSchedulerWindows, f.DeletedNoScheduler))
 	row("follower frozen (SIGSTOP 5-15 s, then SIGCONT)", f.Freezes)
 	row("scheduler exits the harness did not cause (restarted)", fmt.Sprintf("%d %s", f.UnplannedExits, summarize(f.UnplannedExitReasons)))
+	row("audit repairs (charges a lost informer event left wrong; the scheduler's audit fixed them)", fmt.Sprint(len(f.AuditRepairs)))
 	row("quiet checks passed (usage exact: leader and follower vs API server)", f.QuietChecks)
 	row("**largest drift after settling** (entries differing; pods)", fmt.Sprintf("**%d; %d**", f.MaxDriftAfterSettle, f.MaxDriftPodsAfterSettle))
 	row("entries differing at the first read of a quiet check (in-flight, before settling)", f.MaxDriftAtQuietStart)
@@ -864,6 +869,9 @@ func (f *figures) markdown(o *options) string {
 	row("bindings checked against the limits in force (etcd history)", f.BindChecks)
 	row("longest wait of a pod that fitted (outside fault windows)", fmt.Sprintf("%.1fs (limit %s)", f.LongestFitWaitSeconds, o.maxWait))
 	row("etcd history events replayed; resyncs", fmt.Sprintf("%d; %d", f.HistoryEvents, f.HistoryResyncs))
+	if len(f.AuditRepairs) > 0 {
+		fmt.Fprintf(&b, "\nAudit repairs (each a lost informer event; the run does not fail on them, since usage settled exact, but each is a finding):\n\n```\n%s\n```\n", strings.Join(f.AuditRepairs, "\n"))
+	}
 	if f.Violation != "" {
 		fmt.Fprintf(&b, "\nViolation:\n\n```\n%s\n```\n", f.Violation)
 	}

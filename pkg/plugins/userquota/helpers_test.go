@@ -274,6 +274,22 @@ func (e *env) bind(pod *v1.Pod) *v1.Pod {
 	return got
 }
 
+// storeDelete and storeUpdate change the scheduler's pod informer store
+// behind its handlers' back: the state a lost event leaves.
+func (e *env) storeDelete(pod *v1.Pod) {
+	e.t.Helper()
+	if err := e.informers.Core().V1().Pods().Informer().GetStore().Delete(pod); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) storeUpdate(pod *v1.Pod) {
+	e.t.Helper()
+	if err := e.informers.Core().V1().Pods().Informer().GetStore().Update(pod); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // create creates pod in the cluster as it is.
 func (e *env) create(pod *v1.Pod) {
 	e.t.Helper()

@@ -148,6 +148,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	go pl.runShares(ctx)
+	go pl.runAudit(ctx)
 	if err := pl.startObservability(ctx); err != nil {
 		return nil, err
 	}

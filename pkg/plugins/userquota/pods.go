@@ -68,8 +68,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 		return
 	}
 	pl.reclaim.forget(pod.UID)
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed ||
-		pod.DeletionTimestamp != nil && pl.args.ReleaseOnTerminating {
+	if pl.finished(pod) {
 		pl.release(logger, pod)
 		return
 	}
