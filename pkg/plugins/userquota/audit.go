@@ -15,7 +15,7 @@ import (
 )
 
 // auditEvery is how often the ledger is compared with the pod informer's
-// store. A handler event lost on its way (a client-go or API server bug;
+// store (a difference is repaired when two audits in a row see it). A handler event lost on its way (a client-go or API server bug;
 // the scheduler's own cache has been bitten by such) would otherwise leave
 // a charge for a pod that is gone, or none for one that runs, until the
 // next restart; the audit bounds that to auditEvery, and each repair is
@@ -42,12 +42,20 @@ func (pl *Plugin) runAudit(ctx context.Context) {
 
 // audit releases the charges of pods the informer's store no longer has
 // (by UID) or has finished, and charges the bound pods it has without one.
-// It reads the ledger before the store: a charge taken after that (a
-// Reserve) is not judged on an older list. The store is updated before
-// handlers are told, so a pod missing from it is gone; releasing and
-// charging are idempotent with the handler's own events, and a pod charged
-// here is looked up again afterwards and released if it went meanwhile.
+// The store runs ahead of the handlers (it is updated before they are
+// told), so a difference may be an event on its way: only one seen by two
+// audits in a row is repaired (suspects holds the previous audit's). It
+// reads the ledger before the store: a charge taken after that (a Reserve)
+// is not judged on an older list. Releasing and charging are idempotent
+// with the handler's own events, and a pod charged here is looked up again
+// afterwards and released if it went meanwhile. Audits run one at a time
+// (auditMu, taken before any other lock).
 func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
+	pl.auditMu.Lock()
+	defer pl.auditMu.Unlock()
+	seen := pl.auditSuspects
+	suspects := map[string]bool{}
+	defer func() { pl.auditSuspects = suspects }()
 	charges := pl.ledger.Pods()
 	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
 	pods, err := lister.List(labels.Everything())
@@ -63,6 +71,10 @@ func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
 	}
 	for _, uid := range charges {
 		if p, ok := byUID[types.UID(uid)]; ok && !pl.finished(p) {
+			continue
+		}
+		if !seen["gone/"+uid] {
+			suspects["gone/"+uid] = true
 			continue
 		}
 		c, ok, err := pl.ledger.Release(uid)
@@ -85,6 +97,10 @@ func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
 			continue
 		}
 		if _, live := pl.ledger.Get(string(uid)); live {
+			continue
+		}
+		if !seen["uncharged/"+string(uid)] {
+			suspects["uncharged/"+string(uid)] = true
 			continue
 		}
 		err := pl.ledger.ForceAllocate(string(uid), pl.boundPodRequest(logger, p))

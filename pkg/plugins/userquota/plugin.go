@@ -96,6 +96,11 @@ type Plugin struct {
 	// bookkeeping.
 	evaluator *preemption.Evaluator
 	reclaim   *reclaimBook
+
+	// auditSuspects are the differences the last audit saw (audit.go),
+	// under auditMu.
+	auditMu       sync.Mutex
+	auditSuspects map[string]bool
 }
 
 // preFilterState is the pod's request as PreFilter computed it. Immutable.
