@@ -338,7 +338,12 @@ func (w *workload) nakedPod(u userSpec) *v1.Pod {
 
 // deleter ends naked pods as their fates say, and removes finished ones.
 func (w *workload) deleter(ctx context.Context) {
-	t := time.NewTicker(250 * time.Millisecond)
+	w.every(ctx, 250*time.Millisecond, func() { w.deleteDue(ctx) })
+}
+
+// every runs fn (unless the workload is paused) every period until ctx ends.
+func (w *workload) every(ctx context.Context, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
@@ -346,7 +351,7 @@ func (w *workload) deleter(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		w.act(func() { w.deleteDue(ctx) })
+		w.act(fn)
 	}
 }
 
@@ -431,120 +436,119 @@ func (w *workload) deleteSome(ctx context.Context, fraction float64) int {
 // kwok completes after 1-3 s; finished Jobs (and ones stuck for 2
 // minutes) are deleted with their pods.
 func (w *workload) jobs(ctx context.Context) {
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		w.act(func() {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			active := 0
-			for _, ns := range podNamespaces {
-				list, err := w.c.client.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{})
-				if err != nil {
-					return
-				}
-				for _, j := range list.Items {
-					done := false
-					for _, c := range j.Status.Conditions {
-						if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == v1.ConditionTrue {
-							done = true
-						}
-					}
-					if done || time.Since(j.CreationTimestamp.Time) > 2*time.Minute {
-						_ = w.c.client.BatchV1().Jobs(ns).Delete(cctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-						continue
-					}
-					active++
-				}
-			}
-			if active >= 6 {
+	w.every(ctx, 2*time.Second, func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		active := 0
+		for _, ns := range podNamespaces {
+			list, err := w.c.client.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{})
+			if err != nil {
 				return
 			}
-			u := w.pickUser()
-			queue := w.queueFor(u)
-			meta, spec := w.podTemplate(u, queue)
-			meta.Annotations[annRun] = fmt.Sprintf("%dms", 500+w.intn(1500))
-			completions := int32(2 + w.intn(3))
-			job := &batchv1.Job{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%s-%07d", u.name, w.seq.Add(1)), Namespace: podNamespaces[w.intn(len(podNamespaces))]},
-				Spec: batchv1.JobSpec{
-					Parallelism:  ptr.To(int32(1 + w.intn(2))),
-					Completions:  &completions,
-					BackoffLimit: ptr.To(int32(2)),
-					Template:     v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec},
-				},
+			for _, j := range list.Items {
+				done := false
+				for _, c := range j.Status.Conditions {
+					if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == v1.ConditionTrue {
+						done = true
+					}
+				}
+				if done || time.Since(j.CreationTimestamp.Time) > 2*time.Minute {
+					_ = w.c.client.BatchV1().Jobs(ns).Delete(cctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+					continue
+				}
+				active++
 			}
-			if _, err := w.c.client.BatchV1().Jobs(job.Namespace).Create(cctx, job, metav1.CreateOptions{}); err == nil {
-				w.jobsMade.Add(1)
-			}
-		})
-	}
+		}
+		if active >= 6 {
+			return
+		}
+		u := w.pickUser()
+		queue := w.queueFor(u)
+		meta, spec := w.podTemplate(u, queue)
+		meta.Annotations[annRun] = fmt.Sprintf("%dms", 500+w.intn(1500))
+		completions := int32(2 + w.intn(3))
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%s-%07d", u.name, w.seq.Add(1)), Namespace: podNamespaces[w.intn(len(podNamespaces))]},
+			Spec: batchv1.JobSpec{
+				Parallelism:  ptr.To(int32(1 + w.intn(2))),
+				Completions:  &completions,
+				BackoffLimit: ptr.To(int32(2)),
+				Template:     v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec},
+			},
+		}
+		if _, err := w.c.client.BatchV1().Jobs(job.Namespace).Create(cctx, job, metav1.CreateOptions{}); err == nil {
+			w.jobsMade.Add(1)
+		}
+	})
 }
 
 // deployments runs a few Deployments (long-running pods) and scales them
 // or rolls them out now and then.
 func (w *workload) deployments(ctx context.Context) {
 	const count = 4
-	t := time.NewTicker(3 * time.Second)
-	defer t.Stop()
-	created := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	create := func(cctx context.Context, ns, name string, tmpl v1.PodTemplateSpec) error {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(int32(1 + w.intn(3))),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: tmpl,
+			},
 		}
-		w.act(func() {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if !created {
-				for i := 0; i < count; i++ {
-					u := w.users[(i*5+3)%len(w.users)]
-					meta, spec := w.podTemplate(u, u.home)
-					meta.Labels["app"] = fmt.Sprintf("dep-%d", i)
-					spec.RestartPolicy = v1.RestartPolicyAlways
-					d := &appsv1.Deployment{
-						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dep-%d", i), Namespace: podNamespaces[i%len(podNamespaces)]},
-						Spec: appsv1.DeploymentSpec{
-							Replicas: ptr.To(int32(1 + w.intn(3))),
-							Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": meta.Labels["app"]}},
-							Template: v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec},
-						},
-					}
-					if _, err := w.c.client.AppsV1().Deployments(d.Namespace).Create(cctx, d, metav1.CreateOptions{}); err != nil {
-						return
-					}
-				}
-				created = true
-				return
-			}
-			i := w.intn(count)
-			ns, name := podNamespaces[i%len(podNamespaces)], fmt.Sprintf("dep-%d", i)
-			d, err := w.c.client.AppsV1().Deployments(ns).Get(cctx, name, metav1.GetOptions{})
-			if err != nil {
-				return
-			}
-			if w.intn(10) < 7 {
-				d.Spec.Replicas = ptr.To(int32(w.intn(4)))
-				if _, err := w.c.client.AppsV1().Deployments(ns).Update(cctx, d, metav1.UpdateOptions{}); err == nil {
-					w.scales.Add(1)
-				}
-				return
-			}
-			if d.Spec.Template.Annotations == nil {
-				d.Spec.Template.Annotations = map[string]string{}
-			}
-			d.Spec.Template.Annotations["soak.userquota.io/rev"] = fmt.Sprint(w.seq.Add(1))
-			if _, err := w.c.client.AppsV1().Deployments(ns).Update(cctx, d, metav1.UpdateOptions{}); err == nil {
-				w.rollouts.Add(1)
-			}
-		})
+		_, err := w.c.client.AppsV1().Deployments(ns).Create(cctx, d, metav1.CreateOptions{})
+		return err
 	}
+	w.controllers(ctx, 3*time.Second, "dep", count, 5, 3, create, func(cctx context.Context) {
+		i := w.intn(count)
+		ns, name := podNamespaces[i%len(podNamespaces)], fmt.Sprintf("dep-%d", i)
+		d, err := w.c.client.AppsV1().Deployments(ns).Get(cctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		if w.intn(10) < 7 {
+			d.Spec.Replicas = ptr.To(int32(w.intn(4)))
+			if _, err := w.c.client.AppsV1().Deployments(ns).Update(cctx, d, metav1.UpdateOptions{}); err == nil {
+				w.scales.Add(1)
+			}
+			return
+		}
+		if d.Spec.Template.Annotations == nil {
+			d.Spec.Template.Annotations = map[string]string{}
+		}
+		d.Spec.Template.Annotations["soak.userquota.io/rev"] = fmt.Sprint(w.seq.Add(1))
+		if _, err := w.c.client.AppsV1().Deployments(ns).Update(cctx, d, metav1.UpdateOptions{}); err == nil {
+			w.rollouts.Add(1)
+		}
+	})
+}
+
+// controllers runs count controllers of one kind, named <prefix>-<i>, each
+// of one user (users[(i*stride+offset) % len]) in their home queue, pods
+// running until deleted: every period, the first turn creates them and
+// every later one runs step.
+func (w *workload) controllers(ctx context.Context, period time.Duration, prefix string, count, stride, offset int,
+	create func(ctx context.Context, ns, name string, tmpl v1.PodTemplateSpec) error, step func(ctx context.Context)) {
+	created := false
+	w.every(ctx, period, func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if created {
+			step(cctx)
+			return
+		}
+		for i := 0; i < count; i++ {
+			u := w.users[(i*stride+offset)%len(w.users)]
+			name := fmt.Sprintf("%s-%d", prefix, i)
+			meta, spec := w.podTemplate(u, u.home)
+			meta.Labels["app"] = name
+			spec.RestartPolicy = v1.RestartPolicyAlways
+			err := create(cctx, podNamespaces[i%len(podNamespaces)], name, v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return
+			}
+		}
+		created = true
+	})
 }
 
 // statefulSets runs two StatefulSets and deletes one of their bound pods
@@ -553,54 +557,33 @@ func (w *workload) deployments(ctx context.Context) {
 // another of its name (the plugin must release the old one).
 func (w *workload) statefulSets(ctx context.Context) {
 	const count = 2
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	created := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	create := func(cctx context.Context, ns, name string, tmpl v1.PodTemplateSpec) error {
+		ss := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:            ptr.To(int32(3)),
+				PodManagementPolicy: appsv1.ParallelPodManagement,
+				Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template:            tmpl,
+			},
 		}
-		w.act(func() {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			if !created {
-				for i := 0; i < count; i++ {
-					u := w.users[(i*7+5)%len(w.users)]
-					meta, spec := w.podTemplate(u, u.home)
-					meta.Labels["app"] = fmt.Sprintf("sts-%d", i)
-					spec.RestartPolicy = v1.RestartPolicyAlways
-					ss := &appsv1.StatefulSet{
-						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sts-%d", i), Namespace: podNamespaces[i%len(podNamespaces)]},
-						Spec: appsv1.StatefulSetSpec{
-							Replicas:            ptr.To(int32(3)),
-							PodManagementPolicy: appsv1.ParallelPodManagement,
-							Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": meta.Labels["app"]}},
-							Template:            v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec},
-						},
-					}
-					if _, err := w.c.client.AppsV1().StatefulSets(ss.Namespace).Create(cctx, ss, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-						return
-					}
-				}
-				created = true
-				return
-			}
-			i := w.intn(count)
-			ns := podNamespaces[i%len(podNamespaces)]
-			name := fmt.Sprintf("sts-%d-%d", i, w.intn(3))
-			pod, err := w.c.client.CoreV1().Pods(ns).Get(cctx, name, metav1.GetOptions{})
-			if err != nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
-				return
-			}
-			opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
-			if w.intn(2) == 0 {
-				opts.GracePeriodSeconds = ptr.To(int64(0))
-			}
-			if err := w.c.client.CoreV1().Pods(ns).Delete(cctx, name, opts); err == nil {
-				w.stsDeletes.Add(1)
-			}
-		})
+		_, err := w.c.client.AppsV1().StatefulSets(ns).Create(cctx, ss, metav1.CreateOptions{})
+		return err
 	}
+	w.controllers(ctx, 2*time.Second, "sts", count, 7, 5, create, func(cctx context.Context) {
+		i := w.intn(count)
+		ns := podNamespaces[i%len(podNamespaces)]
+		name := fmt.Sprintf("sts-%d-%d", i, w.intn(3))
+		pod, err := w.c.client.CoreV1().Pods(ns).Get(cctx, name, metav1.GetOptions{})
+		if err != nil || pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+			return
+		}
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}
+		if w.intn(2) == 0 {
+			opts.GracePeriodSeconds = ptr.To(int64(0))
+		}
+		if err := w.c.client.CoreV1().Pods(ns).Delete(cctx, name, opts); err == nil {
+			w.stsDeletes.Add(1)
+		}
+	})
 }

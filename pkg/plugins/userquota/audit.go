@@ -2,42 +2,34 @@ package userquota
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/metrics"
 )
 
 // auditEvery is how often the ledger is compared with the pod informer's
-// store (a difference is repaired when two audits in a row see it). A handler event lost on its way (a client-go or API server bug;
-// the scheduler's own cache has been bitten by such) would otherwise leave
-// a charge for a pod that is gone, or none for one that runs, until the
-// next restart; the audit bounds that to auditEvery, and each repair is
-// logged and counted (userquota_decreases_total / increases_total with
-// source "audit"), so a non-zero count is a bug report.
+// store; a difference is repaired when two audits in a row see it. A
+// handler event lost on its way (a client-go or API server bug; the
+// scheduler's own cache has been bitten by such) would otherwise leave a
+// charge for a pod that is gone, or none for one that runs, until the next
+// restart. Each repair is logged and counted (userquota_decreases_total /
+// increases_total with source "audit"), so a non-zero count is a bug report.
 const auditEvery = 10 * time.Second
 
 // runAudit audits every auditEvery until ctx ends.
 func (pl *Plugin) runAudit(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
-	t := time.NewTicker(auditEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		if pl.podsSynced() {
 			pl.audit(logger)
 		}
-	}
+	}, auditEvery)
 }
 
 // audit releases the charges of pods the informer's store no longer has
@@ -77,20 +69,13 @@ func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
 			suspects["gone/"+uid] = true
 			continue
 		}
-		c, ok, err := pl.ledger.Release(uid)
-		if err != nil {
-			logger.Error(err, "Audit: releasing a charge found an inconsistency", "podUID", uid)
-		}
+		c, ok := pl.releaseCharge(logger, types.UID(uid), metrics.SourceAudit)
 		if !ok {
 			continue // released meanwhile by its own event
 		}
 		released++
-		metrics.RecordDecrease(metrics.SourceAudit)
 		logger.Error(nil, "Audit: released the charge of a pod the scheduler's informer no longer has: its release event was lost",
 			"podUID", uid, "user", c.Request.User, "queue", c.Request.Queue, "application", c.Request.App.String())
-		pl.reclaim.released(types.UID(uid))
-		pl.activateFor(logger, c.Request)
-		pl.kickShares()
 	}
 	for uid, p := range byUID {
 		if p.Spec.NodeName == "" || pl.finished(p) {
@@ -103,19 +88,11 @@ func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
 			suspects["uncharged/"+string(uid)] = true
 			continue
 		}
-		err := pl.ledger.ForceAllocate(string(uid), pl.boundPodRequest(logger, p))
-		if errors.Is(err, ledger.ErrAlreadyAllocated) {
-			continue // charged meanwhile by its own event
-		}
-		if err != nil {
-			logger.Error(err, "Audit: could not charge a running pod", "pod", klog.KObj(p))
-			continue
+		if !pl.chargeRunning(logger, p, metrics.SourceAudit) {
+			continue // charged meanwhile by its own event, or not chargeable (logged)
 		}
 		charged++
-		metrics.RecordIncrease(metrics.SourceAudit)
 		logger.Error(nil, "Audit: charged a bound pod no informer event had charged", "pod", klog.KObj(p))
-		pl.forget(string(uid))
-		pl.kickShares()
 		// Gone meanwhile? Its delete event may have come before the charge.
 		if now, err := lister.Pods(p.Namespace).Get(p.Name); err != nil || now.UID != uid || pl.finished(now) {
 			pl.release(logger, p)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -95,18 +96,26 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 		}
 		return
 	}
-	req := pl.boundPodRequest(logger, pod)
-	err := pl.ledger.ForceAllocate(uid, req)
+	if pl.chargeRunning(logger, pod, metrics.SourceRunning) {
+		logger.V(4).Info("Charged a running pod found bound", "pod", klog.KObj(pod))
+	}
+}
+
+// chargeRunning charges a bound pod without a limit check, counted under
+// source; false when it was charged already or could not be (logged).
+func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool {
+	uid := string(pod.UID)
+	defer pl.forget(uid)
+	err := pl.ledger.ForceAllocate(uid, pl.boundPodRequest(logger, pod))
 	switch {
 	case err == nil:
-		metrics.RecordIncrease(metrics.SourceRunning)
+		metrics.RecordIncrease(source)
 		pl.kickShares()
-		logger.V(4).Info("Charged a running pod found bound", "pod", klog.KObj(pod), "user", req.User, "queue", req.Queue)
-	case errors.Is(err, ledger.ErrAlreadyAllocated):
-	default:
+		return true
+	case !errors.Is(err, ledger.ErrAlreadyAllocated):
 		logger.Error(err, "Could not charge a running pod", "pod", klog.KObj(pod))
 	}
-	pl.forget(uid)
+	return false
 }
 
 // boundPodRequest is podRequest for a pod that already runs: it cannot be
@@ -152,20 +161,29 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 // release gives back a pod's charge once, then activates the refused pods
 // the room may admit (release first, so they find it).
 func (pl *Plugin) release(logger klog.Logger, pod *v1.Pod) {
-	c, released, err := pl.ledger.Release(string(pod.UID))
+	if c, ok := pl.releaseCharge(logger, pod.UID, metrics.SourceRelease); ok {
+		logger.V(4).Info("Released a pod's charge", "pod", klog.KObj(pod), "user", c.Request.User, "queue", c.Request.Queue)
+	}
+}
+
+// releaseCharge releases the charge of the pod with uid once, counted
+// under source, and activates the refused pods the room may admit; false
+// when there was no charge.
+func (pl *Plugin) releaseCharge(logger klog.Logger, uid types.UID, source string) (ledger.Charge, bool) {
+	c, released, err := pl.ledger.Release(string(uid))
 	// After the release, never before: a preemption in between would see
 	// the pod's usage both held and not leaving.
-	pl.reclaim.released(pod.UID)
+	pl.reclaim.released(uid)
 	if err != nil {
-		logger.Error(err, "Releasing a pod found an inconsistency", "pod", klog.KObj(pod))
+		logger.Error(err, "Releasing a pod found an inconsistency", "podUID", uid)
 	}
 	if !released {
-		return
+		return c, false
 	}
-	metrics.RecordDecrease(metrics.SourceRelease)
-	logger.V(4).Info("Released a pod's charge", "pod", klog.KObj(pod), "user", c.Request.User, "queue", c.Request.Queue)
+	metrics.RecordDecrease(source)
 	pl.activateFor(logger, c.Request)
 	pl.kickShares()
+	return c, true
 }
 
 // shrank reports whether any resource went down from old to new.

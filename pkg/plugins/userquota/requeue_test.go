@@ -1,6 +1,7 @@
 package userquota
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -150,11 +151,14 @@ func TestActivateAgainAfterTheCycle(t *testing.T) {
 			e.pl.mu.Unlock()
 			e.activator.reset()
 			e.delete(held)
-			e.waitFor("an Activate call", func() bool { return len(e.activator.activated()) > 0 })
-			time.Sleep(3 * reactivateAfter)
-			e.activator.mu.Lock()
-			calls := append([][]string(nil), e.activator.calls...)
-			e.activator.mu.Unlock()
+			callsNow := func() [][]string {
+				e.activator.mu.Lock()
+				defer e.activator.mu.Unlock()
+				return append([][]string(nil), e.activator.calls...)
+			}
+			e.waitFor(fmt.Sprintf("%d Activate calls", tc.wantCalls), func() bool { return len(callsNow()) >= tc.wantCalls })
+			time.Sleep(3 * reactivateAfter) // no further call comes
+			calls := callsNow()
 			if len(calls) != tc.wantCalls {
 				t.Fatalf("Activate calls %v, want %d", calls, tc.wantCalls)
 			}
