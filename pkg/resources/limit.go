@@ -68,22 +68,33 @@ func (l Limit) Get(id ID) (int64, bool) {
 	return 0, false
 }
 
+// Excess is what a request would take over a limit: the resource (the
+// first by name that does not fit) with the usage, the request and the
+// maximum, in base units. A refusal is built from it without going back to
+// the limit or the vectors.
+type Excess struct {
+	ID      ID
+	Usage   int64
+	Request int64
+	Max     int64
+}
+
 // Exceeds reports the first resource (by name) for which adding req to usage
-// would go over the limit. Only resources the request asks for are checked:
-// usage already above a limit (after a config change) does not block a
-// request that does not add to it. It allocates nothing.
-func (l Limit) Exceeds(usage, req Vector) (ID, bool) {
+// would go over the limit, with its numbers. Only resources the request asks
+// for are checked: usage already above a limit (after a config change) does
+// not block a request that does not add to it. It allocates nothing.
+func (l Limit) Exceeds(usage, req Vector) (Excess, bool) {
 	for _, b := range l {
 		r := req.Get(b.ID)
 		if r <= 0 {
 			continue
 		}
 		// b.Max - u cannot overflow: both are non-negative.
-		if r > b.Max-usage.Get(b.ID) {
-			return b.ID, true
+		if u := usage.Get(b.ID); r > b.Max-u {
+			return Excess{ID: b.ID, Usage: u, Request: r, Max: b.Max}, true
 		}
 	}
-	return 0, false
+	return Excess{}, false
 }
 
 // AllZero reports whether the limit names resources and all of them are 0.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -111,27 +112,32 @@ func TestLimitExceeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	type excess struct {
+		resource              string
+		usage, request, limit int64
+	}
 	tests := []struct {
-		name         string
-		usage, req   map[string]int64
-		wantResource string
+		name       string
+		usage, req map[string]int64
+		want       *excess
 	}{
 		{name: "fits", usage: map[string]int64{"cpu": 4000}, req: map[string]int64{"cpu": 1000}},
-		{name: "cpu over", usage: map[string]int64{"cpu": 4500}, req: map[string]int64{"cpu": 1000}, wantResource: "cpu"},
+		{name: "cpu over", usage: map[string]int64{"cpu": 4500}, req: map[string]int64{"cpu": 1000}, want: &excess{"cpu", 4500, 1000, 5000}},
 		{name: "unnamed resource is unlimited", req: map[string]int64{"pods": 1000, "ephemeral-storage": 1 << 40}},
-		{name: "zero bound blocks", req: map[string]int64{"nvidia.com/gpu": 1}, wantResource: "nvidia.com/gpu"},
-		{name: "first by name", usage: map[string]int64{"cpu": 5000, "memory": 10 << 30}, req: map[string]int64{"cpu": 1, "memory": 1}, wantResource: "cpu"},
+		{name: "zero bound blocks", req: map[string]int64{"nvidia.com/gpu": 1}, want: &excess{"nvidia.com/gpu", 0, 1, 0}},
+		{name: "first by name", usage: map[string]int64{"cpu": 5000, "memory": 10 << 30}, req: map[string]int64{"cpu": 1, "memory": 1}, want: &excess{"cpu", 5000, 1, 5000}},
 		{name: "usage over but not requested", usage: map[string]int64{"memory": 20 << 30}, req: map[string]int64{"cpu": 1}},
+		{name: "exactly at the limit fits", usage: map[string]int64{"memory": 9 << 30}, req: map[string]int64{"memory": 1 << 30}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			id, over := lim.Exceeds(vec(tc.usage), vec(tc.req))
-			got := ""
+			e, over := lim.Exceeds(vec(tc.usage), vec(tc.req))
+			var got *excess
 			if over {
-				got = id.Name()
+				got = &excess{e.ID.Name(), e.Usage, e.Request, e.Max}
 			}
-			if got != tc.wantResource {
-				t.Fatalf("Exceeds = %q, want %q", got, tc.wantResource)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(excess{})); diff != "" {
+				t.Fatalf("Exceeds (-want,+got):\n%s", diff)
 			}
 		})
 	}

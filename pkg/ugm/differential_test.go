@@ -218,8 +218,8 @@ func (md *model) sum(q string, keep func(allocation) bool) (resources.Vector, in
 }
 
 func modelExceeds(lim resources.Limit, maxApps uint64, usage resources.Vector, apps int, r resources.Vector, newApp bool) (string, string, bool) {
-	if id, over := lim.Exceeds(usage, r); over {
-		return LimitResources, id.Name(), true
+	if e, over := lim.Exceeds(usage, r); over {
+		return LimitResources, e.ID.Name(), true
 	}
 	if newApp && maxApps > 0 && uint64(apps)+1 > maxApps {
 		return LimitApplications, "", true

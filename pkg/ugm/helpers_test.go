@@ -38,3 +38,9 @@ func res(t testing.TB, kv ...string) resources.Vector {
 func req(user string, groups []string, queue, app string, v resources.Vector) *Request {
 	return &Request{User: user, Groups: groups, Queue: queue, App: AppKey{Namespace: "ns", ID: app}, Resources: v}
 }
+
+// mustGet returns the maximum l sets for id (0 when it sets none).
+func mustGet(l resources.Limit, id resources.ID) int64 {
+	v, _ := l.Get(id)
+	return v
+}

@@ -215,12 +215,12 @@ func checkShare(s *shares.Share, path string, usage, req resources.Vector) *Refu
 	if s == nil {
 		return nil
 	}
-	id, over := s.Runtime.Exceeds(usage, req)
+	e, over := s.Runtime.Exceeds(usage, req)
 	if !over {
 		return nil
 	}
-	return &Refusal{Who: WhoQueue, Name: path, Queue: path, Limit: LimitShare, Resource: id.Name(),
-		Usage: usage.Get(id), Request: req.Get(id), Max: mustGet(s.Runtime, id), Guaranteed: s.Guaranteed.Get(id)}
+	return &Refusal{Who: WhoQueue, Name: path, Queue: path, Limit: LimitShare, Resource: e.ID.Name(),
+		Usage: e.Usage, Request: e.Request, Max: e.Max, Guaranteed: s.Guaranteed.Get(e.ID)}
 }
 
 // sharesFor returns the share index the check of req uses: nil when none

@@ -399,10 +399,9 @@ func (rs *reclaimState) overShare(leaf string, need resources.Vector) string {
 	if q == nil || withinGuaranteed(q, need) {
 		return ""
 	}
-	if id, over := q.share.Runtime.Exceeds(q.usage, need); over {
-		rt, _ := q.share.Runtime.Get(id)
+	if e, over := q.share.Runtime.Exceeds(q.usage, need); over {
 		return fmt.Sprintf("pods of queue %s already nominated for a node take its share: with this one %s %s+%s > %s",
-			leaf, id.Name(), resources.FormatValue(id, q.usage.Get(id)), resources.FormatValue(id, need.Get(id)), resources.FormatValue(id, rt))
+			leaf, e.ID.Name(), resources.FormatValue(e.ID, e.Usage), resources.FormatValue(e.ID, e.Request), resources.FormatValue(e.ID, e.Max))
 	}
 	return ""
 }
