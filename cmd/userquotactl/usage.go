@@ -17,7 +17,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // hotPercent: a node at or over it is marked, as on the usage page.
@@ -77,7 +79,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case f.user != "":
 		err = c.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), func(body []byte) error {
-			var u userUsage
+			var u ugm.UserUsage
 			if err := json.Unmarshal(body, &u); err != nil {
 				return err
 			}
@@ -85,7 +87,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 		})
 	case f.group != "":
 		err = c.usage(stdout, f.output, prefix+"group/"+url.PathEscape(f.group), func(body []byte) error {
-			var g groupUsage
+			var g ugm.GroupUsage
 			if err := json.Unmarshal(body, &g); err != nil {
 				return err
 			}
@@ -202,9 +204,9 @@ func (c *usageClient) all(stdout io.Writer, output, prefix string) error {
 			bytes.TrimSpace(bodies["queues"]), bytes.TrimSpace(bodies["users"]), bytes.TrimSpace(bodies["groups"]))
 		return printJSON(stdout, []byte(all))
 	}
-	var queues *queueNode
-	var users []userUsage
-	var groups []groupUsage
+	var queues *ugm.QueueUsage
+	var users []ugm.UserUsage
+	var groups []ugm.GroupUsage
 	for kind, v := range map[string]any{"queues": &queues, "users": &users, "groups": &groups} {
 		if err := json.Unmarshal(bodies[kind], v); err != nil {
 			return fmt.Errorf("reading %s: %w", kind, err)
@@ -236,40 +238,17 @@ func printJSON(w io.Writer, body []byte) error {
 	return err
 }
 
-// The wire shapes (docs/api.md), decoded on their own: the client does not
-// depend on the server's types.
-type queueNode struct {
-	QueuePath           string           `json:"queuePath"`
-	ResourceUsage       map[string]int64 `json:"resourceUsage"`
-	RunningApplications []string         `json:"runningApplications"`
-	MaxResources        map[string]int64 `json:"maxResources"`
-	MaxApplications     uint64           `json:"maxApplications"`
-	Children            []*queueNode     `json:"children"`
-}
-
-type userUsage struct {
-	UserName string            `json:"userName"`
-	Groups   map[string]string `json:"groups"`
-	Queues   *queueNode        `json:"queues"`
-}
-
-type groupUsage struct {
-	GroupName    string     `json:"groupName"`
-	Applications []string   `json:"applications"`
-	Queues       *queueNode `json:"queues"`
-}
-
-func printUser(w io.Writer, u userUsage) error {
+func printUser(w io.Writer, u ugm.UserUsage) error {
 	legend(w, printUserTree(w, u))
 	return nil
 }
 
-func printGroup(w io.Writer, g groupUsage) error {
+func printGroup(w io.Writer, g ugm.GroupUsage) error {
 	legend(w, printGroupTree(w, g))
 	return nil
 }
 
-func printUserTree(w io.Writer, u userUsage) bool {
+func printUserTree(w io.Writer, u ugm.UserUsage) bool {
 	ids := make([]string, 0, len(u.Groups))
 	for id := range u.Groups {
 		ids = append(ids, id)
@@ -285,7 +264,7 @@ func printUserTree(w io.Writer, u userUsage) bool {
 	return printTree(w, "user "+u.UserName+" · "+applications(apps), u.Queues)
 }
 
-func printGroupTree(w io.Writer, g groupUsage) bool {
+func printGroupTree(w io.Writer, g ugm.GroupUsage) bool {
 	return printTree(w, "group "+g.GroupName+" · "+applications(g.Applications), g.Queues)
 }
 
@@ -310,20 +289,20 @@ func legend(w io.Writer, hot bool) {
 // "usage/limit (percent)" or just the usage where nothing limits it. Rows
 // at or over hotPercent of any limit start with "!". It reports whether
 // any row did.
-func printTree(w io.Writer, title string, root *queueNode) bool {
+func printTree(w io.Writer, title string, root *ugm.QueueUsage) bool {
 	fmt.Fprintln(w, title)
 	if root == nil {
 		return false
 	}
 	names := map[string]bool{}
-	walkNodes(root, 0, func(q *queueNode, _ int) {
-		for n, v := range q.ResourceUsage {
+	walkNodes(root, 0, func(q *ugm.QueueUsage, _ int) {
+		for n, v := range q.ResourceUsage.Map() {
 			if v != 0 {
 				names[n] = true
 			}
 		}
-		for n := range q.MaxResources {
-			names[n] = true
+		for _, b := range q.MaxResources {
+			names[b.ID.Name()] = true
 		}
 	})
 	res := make([]string, 0, len(names))
@@ -339,7 +318,7 @@ func printTree(w io.Writer, title string, root *queueNode) bool {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	anyHot := false
-	walkNodes(root, 0, func(q *queueNode, depth int) {
+	walkNodes(root, 0, func(q *ugm.QueueUsage, depth int) {
 		hot := false
 		cell := func(usage, limit int64, limited bool, format func(int64) string) string {
 			if !limited {
@@ -356,13 +335,13 @@ func printTree(w io.Writer, title string, root *queueNode) bool {
 			}
 			return fmt.Sprintf("%s/%s (%s)", format(usage), format(limit), share)
 		}
-		row := []string{"", strings.Repeat("  ", depth) + lastElement(q.QueuePath),
+		row := []string{"", strings.Repeat("  ", depth) + queueconfig.LeafName(q.QueuePath),
 			cell(int64(len(q.RunningApplications)), int64(q.MaxApplications), q.MaxApplications > 0,
 				func(x int64) string { return strconv.FormatInt(x, 10) })}
 		for _, n := range res {
 			id := resources.Intern(n)
-			limit, limited := q.MaxResources[n]
-			row = append(row, cell(q.ResourceUsage[n], limit, limited, func(x int64) string { return resources.FormatValue(id, x) }))
+			limit, limited := q.MaxResources.Get(id)
+			row = append(row, cell(q.ResourceUsage.Get(id), limit, limited, func(x int64) string { return resources.FormatValue(id, x) }))
 		}
 		if hot {
 			row[0], anyHot = "!", true
@@ -376,16 +355,9 @@ func printTree(w io.Writer, title string, root *queueNode) bool {
 // percent is the share the usage page shows too (resources.Percent).
 func percent(usage, limit int64) int { return resources.Percent(usage, limit) }
 
-func walkNodes(q *queueNode, depth int, fn func(*queueNode, int)) {
+func walkNodes(q *ugm.QueueUsage, depth int, fn func(*ugm.QueueUsage, int)) {
 	fn(q, depth)
 	for _, c := range q.Children {
 		walkNodes(c, depth+1, fn)
 	}
-}
-
-func lastElement(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
 }

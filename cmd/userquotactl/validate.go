@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 )
@@ -29,7 +28,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := queueconfig.Parse(data)
 	if err != nil {
-		for _, p := range problems(err) {
+		for _, p := range queueconfig.Problems(err) {
 			fmt.Fprintln(stdout, p)
 		}
 		return exitFailed
@@ -60,21 +59,6 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// problems lists a parse error's problems, one per element.
-func problems(err error) []string {
-	var list *queueconfig.Errors
-	if errors.As(err, &list) && list.Len() > 0 {
-		return list.Strings()
-	}
-	var out []string
-	for _, line := range strings.Split(err.Error(), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // newFlagSet returns a flag set that reports nothing itself: run prints

@@ -125,14 +125,14 @@ func (e *ACLError) Error() string {
 // *ACLError. YuniKorn: the submit or the admin ACL of the queue or of any
 // ancestor grants access.
 func (pol *Policy) checkSubmit(path, user string, groups []string) error {
-	for p := path; p != ""; p = parentOf(p) {
+	for p := path; p != ""; p = queueconfig.ParentPath(p) {
 		qa, ok := pol.acls[p]
 		if ok && (qa.submit.allows(user, groups) || qa.admin.allows(user, groups)) {
 			return nil
 		}
 	}
 	e := &ACLError{Queue: path, User: user, Groups: groups}
-	for p := path; p != ""; p = parentOf(p) {
+	for p := path; p != ""; p = queueconfig.ParentPath(p) {
 		e.Path = append(e.Path, p)
 		qa := pol.acls[p]
 		if qa.submit != nil {
@@ -143,12 +143,4 @@ func (pol *Policy) checkSubmit(path, user string, groups []string) error {
 		}
 	}
 	return e
-}
-
-// parentOf returns the path one level up, "" above root.
-func parentOf(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[:i]
-	}
-	return ""
 }

@@ -155,7 +155,7 @@ func (pol *Policy) usable(path string, in *Input, qs Queues, opts Options) (stri
 	case st.exists && !st.leaf:
 		return fmt.Sprintf("%s is a parent queue; pods run only in leaf queues", path), nil
 	case !st.exists:
-		for p := parentOf(path); p != ""; p = parentOf(p) {
+		for p := queueconfig.ParentPath(path); p != ""; p = queueconfig.ParentPath(p) {
 			ps := pol.state(p, qs)
 			if !ps.exists {
 				continue

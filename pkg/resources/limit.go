@@ -161,6 +161,16 @@ func (l Limit) MarshalJSON() ([]byte, error) {
 	return json.Marshal(l.Map())
 }
 
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (l *Limit) UnmarshalJSON(data []byte) error {
+	var m map[string]int64
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*l = NewLimit(m)
+	return nil
+}
+
 // Percent is usage as a share of limit, floored, so that 100 means at the
 // limit. A limit of 0 blocks its resource: it reads as full (100), or over
 // when something is used anyway. The usage page and `userquotactl usage`

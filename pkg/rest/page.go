@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -276,7 +276,7 @@ func buildTreeView(kind, name string, root *ugm.QueueUsage, quotas shareLookup) 
 		if who == "" {
 			who = q.QueuePath
 		}
-		row := rowView{Queue: q.QueuePath, Name: lastElement(q.QueuePath), Indent: depth * 2}
+		row := rowView{Queue: q.QueuePath, Name: queueconfig.LeafName(q.QueuePath), Indent: depth * 2}
 		running, maxApps := int64(len(q.RunningApplications)), int64(q.MaxApplications)
 		row.Cells = append(row.Cells, newCell(kind, who, q.QueuePath, appsColumn, running, maxApps, maxApps > 0, itoa))
 		var sh *shares.Share
@@ -357,13 +357,6 @@ func walk(q *ugm.QueueUsage, depth int, fn func(*ugm.QueueUsage, int)) {
 	for _, c := range q.Children {
 		walk(c, depth+1, fn)
 	}
-}
-
-func lastElement(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
 }
 
 func itoa(x int64) string { return strconv.FormatInt(x, 10) }

@@ -4,7 +4,6 @@ import (
 	"math"
 	"net/http"
 	"sort"
-	"strings"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
@@ -144,7 +143,7 @@ func (s *server) queueTree() PartitionQueue {
 		if byPath[sh.Path] != nil {
 			continue
 		}
-		parent := byPath[parentPath(sh.Path)]
+		parent := byPath[queueconfig.ParentPath(sh.Path)]
 		if parent == nil {
 			continue
 		}
@@ -157,7 +156,7 @@ func (s *server) queueTree() PartitionQueue {
 		// Every queue sums the pending requests of its subtree, including
 		// those of queues it does not show.
 		for path, v := range s.opts.Pending() {
-			for p := path; p != ""; p = parentPath(p) {
+			for p := path; p != ""; p = queueconfig.ParentPath(p) {
 				if n := byPath[p]; n != nil {
 					addSaturated(&n.pending, v)
 				}
@@ -177,7 +176,7 @@ func (src *queueSources) render(n *qnode) PartitionQueue {
 	q := PartitionQueue{
 		QueueName: n.path,
 		Partition: src.partition,
-		Parent:    parentPath(n.path),
+		Parent:    queueconfig.ParentPath(n.path),
 		IsManaged: cq != nil || n.path == "root",
 		IsLeaf:    len(n.children) == 0,
 	}
@@ -233,7 +232,7 @@ func queueState(part *queueconfig.Partition, dyn dynamicQueues, path string, lea
 // templateElastic reports whether the child template in force for a
 // dynamic queue at path turns shares on.
 func templateElastic(part *queueconfig.Partition, path string) bool {
-	for p := parentPath(path); p != ""; p = parentPath(p) {
+	for p := queueconfig.ParentPath(path); p != ""; p = queueconfig.ParentPath(p) {
 		cq := part.Queue(p)
 		switch {
 		case cq == nil:
@@ -262,14 +261,6 @@ func addSaturated(v *resources.Vector, o resources.Vector) {
 			v.Set(id, cur+x)
 		}
 	}
-}
-
-// parentPath is the path of the parent of the queue at path; "" for root.
-func parentPath(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[:i]
-	}
-	return ""
 }
 
 // nonEmpty is m, or nil when it is empty (left out of the answer).

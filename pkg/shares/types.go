@@ -113,3 +113,28 @@ func (t *Table) All() []*Share {
 	}
 	return t.all
 }
+
+// WithinGuaranteed reports whether usage plus req keeps the queue within
+// its guaranteed share: in every resource its guaranteed names (before
+// scaling: a resource it does not guarantee, such as the pods: 1 of every
+// charge or memory when only cpu is guaranteed, does not count), after
+// scaling down. A queue whose guaranteed names nothing is never within it.
+// ugm exempts such a request from the share check; reclaim lets such a
+// preemptor take back what its queue lent.
+func (s *Share) WithinGuaranteed(usage, req resources.Vector) bool {
+	if s == nil {
+		return false
+	}
+	named := false
+	for i, g := range s.Configured {
+		if g <= 0 {
+			continue
+		}
+		named = true
+		id := resources.ID(i)
+		if usage.Get(id)+req.Get(id) > s.Guaranteed.Get(id) {
+			return false
+		}
+	}
+	return named
+}

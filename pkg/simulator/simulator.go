@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -200,32 +199,17 @@ func (s *sim) config(n int, l *traceLine) any {
 func loadPartition(text []byte, name string) (*queueconfig.Partition, []string, []string) {
 	cfg, err := queueconfig.Parse(text)
 	if err != nil {
-		return nil, nil, errorLines(err)
+		problems := queueconfig.Problems(err)
+		if len(problems) == 0 {
+			problems = []string{"invalid config"}
+		}
+		return nil, nil, problems
 	}
 	p := cfg.Partition(name)
 	if p == nil {
 		return nil, nil, []string{fmt.Sprintf("partition %q is not in the config", name)}
 	}
 	return p, cfg.Notices, nil
-}
-
-// errorLines returns one problem per element: the parser's own list when
-// it gives one, else its Error() split into lines (one problem per line).
-func errorLines(err error) []string {
-	var list *queueconfig.Errors
-	if errors.As(err, &list) && list.Len() > 0 {
-		return list.Strings()
-	}
-	var out []string
-	for _, line := range strings.Split(err.Error(), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			out = append(out, line)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{"invalid config"}
-	}
-	return out
 }
 
 func (s *sim) logNotices(where string, notices []string) {

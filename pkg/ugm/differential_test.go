@@ -54,7 +54,7 @@ func (md *model) kind(path string) (string, *queueconfig.Queue) {
 
 // deepest returns the deepest existing queue above path.
 func (md *model) deepest(path string) string {
-	for p := parentPath(path); ; p = parentPath(p) {
+	for p := queueconfig.ParentPath(path); ; p = queueconfig.ParentPath(p) {
 		if k, _ := md.kind(p); k != "" {
 			return p
 		}
@@ -77,7 +77,7 @@ func (md *model) hosts(path string) bool {
 // path: the child template of the nearest configured parent, else of its
 // nearest ancestor that has one.
 func (md *model) template(path string) (resources.Limit, uint64) {
-	for p := path; p != ""; p = parentPath(p) {
+	for p := path; p != ""; p = queueconfig.ParentPath(p) {
 		if q := md.cfg.Queue(p); q != nil {
 			for ; q != nil; q = q.Parent {
 				if q.ChildTemplate != nil {
@@ -101,7 +101,7 @@ func (md *model) created(r Request) {
 	if md.kinds == nil {
 		md.kinds = map[string]string{}
 	}
-	for p := r.Queue; ; p = parentPath(p) {
+	for p := r.Queue; ; p = queueconfig.ParentPath(p) {
 		if k, _ := md.kind(p); k != "" {
 			return
 		}
@@ -151,7 +151,7 @@ func modelGroup(cfg *queueconfig.Partition, leaf string, groups []string) string
 	}
 	// Walk the path's prefixes: a forced pod may sit in a queue the config
 	// does not have, whose configured ancestors still resolve its group.
-	for path := leaf; path != ""; path = parentPath(path) {
+	for path := leaf; path != ""; path = queueconfig.ParentPath(path) {
 		q := cfg.Queue(path)
 		if q == nil {
 			continue
@@ -173,13 +173,6 @@ func modelGroup(cfg *queueconfig.Partition, leaf string, groups []string) string
 		if wild {
 			return "*"
 		}
-	}
-	return ""
-}
-
-func parentPath(p string) string {
-	if i := strings.LastIndexByte(p, '.'); i >= 0 {
-		return p[:i]
 	}
 	return ""
 }
@@ -268,7 +261,7 @@ func (md *model) decide(r Request, force bool) (string, string) {
 		if kind, res, over := modelExceeds(max, apps, u, n, r.Resources, newApp); over {
 			return fmt.Sprintf("queue %s %s %s %s", r.Queue, r.Queue, kind, res), group
 		}
-		for p := parentPath(r.Queue); leaf == nil; p = parentPath(p) {
+		for p := queueconfig.ParentPath(r.Queue); leaf == nil; p = queueconfig.ParentPath(p) {
 			leaf = md.cfg.Queue(p)
 		}
 	}

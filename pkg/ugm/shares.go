@@ -185,30 +185,6 @@ func fillSpec(n *shares.Queue, ql *queueLimits) {
 	n.Weight, n.NoLend = ql.share.weight, ql.share.noLend
 }
 
-// shareExempt reports whether req keeps a leaf queue (share s, holding
-// usage) within its guaranteed share: such a pod is never refused by shares
-// (the queue may go over a parent's share until the next recompute; reclaim
-// evens it out). Only the resources the queue's guaranteed names count: the
-// pods: 1 of every charge, or memory when only cpu is guaranteed, does not
-// void it.
-func shareExempt(s *shares.Share, usage, req resources.Vector) bool {
-	if s == nil {
-		return false
-	}
-	named := false
-	for i, g := range s.Configured {
-		if g <= 0 {
-			continue
-		}
-		named = true
-		id := resources.ID(i)
-		if usage.Get(id)+req.Get(id) > s.Guaranteed.Get(id) {
-			return false
-		}
-	}
-	return named
-}
-
 // checkShare refuses req when it would take the queue at path (share s,
 // holding usage) over its runtime share.
 func checkShare(s *shares.Share, path string, usage, req resources.Vector) *Refusal {
@@ -228,7 +204,7 @@ func checkShare(s *shares.Share, path string, usage, req resources.Vector) *Refu
 // within its guaranteed share.
 func (m *Manager) sharesFor(leaf func(*shareIndex) *shares.Share, usage, req resources.Vector) *shareIndex {
 	x := m.shares.Load()
-	if x != nil && shareExempt(leaf(x), usage, req) {
+	if x != nil && leaf(x).WithinGuaranteed(usage, req) {
 		return nil
 	}
 	return x

@@ -22,12 +22,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-)
 
-// AnnotationUserInfo is the annotation the scheduler reads (the plugin's
-// userquota.AnnotationUserInfo; repeated so this package does not import
-// the scheduler).
-const AnnotationUserInfo = "userquota.io/user-info"
+	"github.com/userquota/userquota/pkg/podmeta"
+)
 
 // LabelEnforce on a namespace opts it in: every pod there is scheduled by
 // our scheduler (docs/security.md).
@@ -151,12 +148,6 @@ func (h *Handler) serve(review func(*admissionv1.AdmissionRequest) *admissionv1.
 	}
 }
 
-// userInfo is the annotation's JSON.
-type userInfo struct {
-	User   string   `json:"user"`
-	Groups []string `json:"groups"`
-}
-
 // templatePaths is where each kind keeps the pod metadata and spec it
 // creates pods from (a Pod: itself).
 var templatePaths = map[string][]string{
@@ -210,14 +201,14 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 			annotations[k] = s
 		}
 	}
-	got, has := annotations[AnnotationUserInfo]
+	got, has := annotations[podmeta.AnnotationUserInfo]
 	var old string
 	var hadOld bool
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		var oldObj map[string]any
 		if err := json.Unmarshal(req.OldObject.Raw, &oldObj); err == nil {
 			if om, ok := lookup(lookup(oldObj, base), []string{"metadata"})["annotations"].(map[string]any); ok {
-				old, hadOld = om[AnnotationUserInfo].(string)
+				old, hadOld = om[podmeta.AnnotationUserInfo].(string)
 			}
 		}
 	}
@@ -239,7 +230,7 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 			want = got
 		default:
 			return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: annotation %s is set by the userquota webhook at creation and cannot be changed (it is %s; the request sets %s); only trusted requesters may change it, not %q",
-				req.Kind.Kind, req.Namespace, req.Name, AnnotationUserInfo, old, got, req.UserInfo.Username))
+				req.Kind.Kind, req.Namespace, req.Name, podmeta.AnnotationUserInfo, old, got, req.UserInfo.Username))
 		}
 	case req.Operation == admissionv1.Update && !has && !hadOld:
 		// An object from before the webhook: updating it does not make
@@ -249,7 +240,7 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 		want = got
 	case has && !sameIdentity(got, stamp):
 		return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: annotation %s is set by the userquota webhook from who you are (%s); you may not set it to %s: remove it, or ask for %q to be made a trusted user or submitter",
-			req.Kind.Kind, req.Namespace, objName(req, obj), AnnotationUserInfo, stamp, got, req.UserInfo.Username))
+			req.Kind.Kind, req.Namespace, objName(req, obj), podmeta.AnnotationUserInfo, stamp, got, req.UserInfo.Username))
 	case trusted:
 		// A controller creating from a template without an annotation: its
 		// own name is not a submitter; the scheduler's requireUserInfo
@@ -262,7 +253,7 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	if has && got == want {
 		return patchResponse(patch)
 	}
-	annotations[AnnotationUserInfo] = want
+	annotations[podmeta.AnnotationUserInfo] = want
 	if meta == nil {
 		patch = append(patch, patchOp{Op: "add", Path: ptr + "/metadata", Value: map[string]any{"annotations": annotations}})
 	} else {
@@ -282,8 +273,7 @@ func (h *Handler) stamp(u authenticationv1.UserInfo) string {
 		}
 	}
 	sort.Strings(groups)
-	b, _ := json.Marshal(userInfo{User: u.Username, Groups: groups})
-	return string(b)
+	return podmeta.UserInfo{User: u.Username, Groups: groups}.String()
 }
 
 // trusted reports whether the requester may create objects carrying any
@@ -318,7 +308,7 @@ func (h *Handler) submitter(user string) bool {
 // groups as the stamp (so a manifest that states its submitter correctly
 // still applies).
 func sameIdentity(annotation, stamp string) bool {
-	var a, b userInfo
+	var a, b podmeta.UserInfo
 	if json.Unmarshal([]byte(annotation), &a) != nil || json.Unmarshal([]byte(stamp), &b) != nil {
 		return false
 	}

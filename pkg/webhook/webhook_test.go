@@ -14,6 +14,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 func testConfig(t *testing.T) Config {
@@ -129,7 +131,7 @@ func send(t *testing.T, h http.Handler, r review) (*admissionv1.AdmissionRespons
 
 func annotationOf(obj map[string]any, path ...string) string {
 	m := lookup(obj, append(path, "metadata", "annotations"))
-	s, _ := m[AnnotationUserInfo].(string)
+	s, _ := m[podmeta.AnnotationUserInfo].(string)
 	return s
 }
 
@@ -152,31 +154,31 @@ func TestMutate(t *testing.T) {
 		denied    string // part of the refusal, "" when allowed
 	}{
 		{name: "pod stamped", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("userquota-scheduler", nil)}, want: sueInfo},
-		{name: "pod of another scheduler untouched", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("default-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, want: bobInfo},
-		{name: "pod naming itself correctly", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: `{"user":"sue","groups":["dev"]}`})}, want: sueInfo},
-		{name: "forged pod refused", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, denied: "you may not set it to " + bobInfo},
-		{name: "trusted controller keeps the template's", r: review{path: PathMutate, op: admissionv1.Create, user: jobCtl, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, want: bobInfo},
-		{name: "trusted group keeps it", r: review{path: PathMutate, op: admissionv1.Create, user: authenticationv1.UserInfo{Username: "x", Groups: []string{"controllers"}}, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, want: bobInfo},
+		{name: "pod of another scheduler untouched", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("default-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, want: bobInfo},
+		{name: "pod naming itself correctly", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: `{"user":"sue","groups":["dev"]}`})}, want: sueInfo},
+		{name: "forged pod refused", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, denied: "you may not set it to " + bobInfo},
+		{name: "trusted controller keeps the template's", r: review{path: PathMutate, op: admissionv1.Create, user: jobCtl, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, want: bobInfo},
+		{name: "trusted group keeps it", r: review{path: PathMutate, op: admissionv1.Create, user: authenticationv1.UserInfo{Username: "x", Groups: []string{"controllers"}}, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, want: bobInfo},
 		{name: "trusted controller without one is not stamped", r: review{path: PathMutate, op: admissionv1.Create, user: jobCtl, obj: pod("userquota-scheduler", nil)}, want: ""},
-		{name: "submitter sets anyone", r: review{path: PathMutate, op: admissionv1.Create, user: argo, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, want: bobInfo},
+		{name: "submitter sets anyone", r: review{path: PathMutate, op: admissionv1.Create, user: argo, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, want: bobInfo},
 		{name: "submitter without one is itself", r: review{path: PathMutate, op: admissionv1.Create, user: argo, obj: pod("userquota-scheduler", nil)}, want: `{"user":"system:serviceaccount:argo:workflow","groups":[]}`},
-		{name: "pod update cannot change it", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: sueInfo}), old: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, denied: "cannot be changed"},
-		{name: "pod update dropping it restores it", r: review{path: PathMutate, op: admissionv1.Update, user: bob, obj: pod("userquota-scheduler", map[string]string{"x": "y"}), old: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, want: bobInfo},
+		{name: "pod update cannot change it", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: sueInfo}), old: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, denied: "cannot be changed"},
+		{name: "pod update dropping it restores it", r: review{path: PathMutate, op: admissionv1.Update, user: bob, obj: pod("userquota-scheduler", map[string]string{"x": "y"}), old: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, want: bobInfo},
 		{name: "pod from before the webhook is not stamped by its updater", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", nil), old: pod("userquota-scheduler", nil)}, want: ""},
 		{name: "submitter's update of a pod from before the webhook is not stamped", r: review{path: PathMutate, op: admissionv1.Update, user: argo, obj: pod("userquota-scheduler", nil), old: pod("userquota-scheduler", nil)}, want: ""},
-		{name: "submitter may change it on update", r: review{path: PathMutate, op: admissionv1.Update, user: argo, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: sueInfo}), old: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, want: sueInfo},
-		{name: "update adding the requester's own is allowed", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: sueInfo}), old: pod("userquota-scheduler", nil)}, want: sueInfo},
-		{name: "update adding someone else's is refused", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo}), old: pod("userquota-scheduler", nil)}, denied: "you may not set it"},
+		{name: "submitter may change it on update", r: review{path: PathMutate, op: admissionv1.Update, user: argo, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: sueInfo}), old: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, want: sueInfo},
+		{name: "update adding the requester's own is allowed", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: sueInfo}), old: pod("userquota-scheduler", nil)}, want: sueInfo},
+		{name: "update adding someone else's is refused", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: pod("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo}), old: pod("userquota-scheduler", nil)}, denied: "you may not set it"},
 		{name: "pod update in an enforced namespace keeps another scheduler", r: review{path: PathMutateEnforced, op: admissionv1.Update, user: sue, obj: pod("volcano", nil), old: pod("volcano", nil)}, want: "", scheduler: "volcano"},
 		{name: "statefulset in an enforced namespace refused for another scheduler", r: review{path: PathMutateEnforced, op: admissionv1.Update, user: sue, obj: func() map[string]any { d := deployment("volcano", nil); d["kind"] = "StatefulSet"; return d }()}, denied: `not "volcano"`},
 		{name: "deployment template stamped", r: review{path: PathMutate, op: admissionv1.Create, user: sue, obj: deployment("userquota-scheduler", nil)}, at: tmpl, want: sueInfo},
 		{name: "cronjob template without metadata stamped", r: review{path: PathMutate, op: admissionv1.Create, user: bob, obj: cronJob(nil)}, at: cronTmpl, want: bobInfo},
-		{name: "deployment apply without it keeps the submitter", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: deployment("userquota-scheduler", nil), old: deployment("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, at: tmpl, want: bobInfo},
-		{name: "deployment untrusted change refused", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: deployment("userquota-scheduler", map[string]string{AnnotationUserInfo: sueInfo}), old: deployment("userquota-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, at: tmpl, denied: "cannot be changed"},
+		{name: "deployment apply without it keeps the submitter", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: deployment("userquota-scheduler", nil), old: deployment("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, at: tmpl, want: bobInfo},
+		{name: "deployment untrusted change refused", r: review{path: PathMutate, op: admissionv1.Update, user: sue, obj: deployment("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: sueInfo}), old: deployment("userquota-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, at: tmpl, denied: "cannot be changed"},
 		{name: "enforced: default scheduler redirected", r: review{path: PathMutateEnforced, op: admissionv1.Create, user: sue, obj: pod("default-scheduler", nil)}, want: sueInfo, scheduler: "userquota-scheduler"},
 		{name: "enforced: no scheduler redirected", r: review{path: PathMutateEnforced, op: admissionv1.Create, user: sue, obj: deployment("", nil)}, at: tmpl, want: sueInfo, scheduler: "userquota-scheduler"},
 		{name: "enforced: another scheduler refused", r: review{path: PathMutateEnforced, op: admissionv1.Create, user: sue, obj: pod("volcano", nil)}, denied: `not "volcano"`},
-		{name: "enforced: forged refused", r: review{path: PathMutateEnforced, op: admissionv1.Create, user: sue, obj: pod("default-scheduler", map[string]string{AnnotationUserInfo: bobInfo})}, denied: "you may not set it"},
+		{name: "enforced: forged refused", r: review{path: PathMutateEnforced, op: admissionv1.Create, user: sue, obj: pod("default-scheduler", map[string]string{podmeta.AnnotationUserInfo: bobInfo})}, denied: "you may not set it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, obj := send(t, h, tc.r)

@@ -26,6 +26,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // Recovery: a scheduler that starts (restart, failover) charges every bound
@@ -200,11 +202,11 @@ func recoveryPodSet(n int) []*v1.Pod {
 				Namespace: "perf",
 				UID:       types.UID(fmt.Sprintf("uid-%06d", i)),
 				Labels: map[string]string{
-					LabelQueue: fmt.Sprintf("root.q-%03d", u*recoveryQueues/recoveryUsers),
-					LabelAppID: fmt.Sprintf("%s-app-%d", user, (i/recoveryUsers)%2),
+					podmeta.LabelQueue: fmt.Sprintf("root.q-%03d", u*recoveryQueues/recoveryUsers),
+					podmeta.LabelAppID: fmt.Sprintf("%s-app-%d", user, (i/recoveryUsers)%2),
 				},
 				Annotations: map[string]string{
-					AnnotationUserInfo: fmt.Sprintf(`{"user":%q,"groups":["group-%02d"]}`, user, u%recoveryGroups),
+					podmeta.AnnotationUserInfo: fmt.Sprintf(`{"user":%q,"groups":["group-%02d"]}`, user, u%recoveryGroups),
 				},
 			},
 			Spec: v1.PodSpec{

@@ -34,6 +34,7 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -330,8 +331,8 @@ func (e *env) barrier() {
 	e.t.Helper()
 	e.barriers++
 	p := podOf(fmt.Sprintf("barrier-%d", e.barriers)).Namespace("barrier").
-		Annotation(AnnotationUserInfo, `{"user":"barrier"}`).
-		Annotation(LabelQueue, "root.barrier").Req(cpu("1m")).Obj()
+		Annotation(podmeta.AnnotationUserInfo, `{"user":"barrier"}`).
+		Annotation(podmeta.LabelQueue, "root.barrier").Req(cpu("1m")).Obj()
 	e.bind(p)
 	e.waitFor("the barrier pod to be charged", func() bool { _, ok := e.pl.ledger.Get(string(p.UID)); return ok })
 	e.delete(p)
@@ -395,9 +396,9 @@ func userPod(name, user, groups, queue, cpuQty string) *v1.Pod {
 	if groups != "" {
 		ui = fmt.Sprintf(`{"user":%q,"groups":["%s"]}`, user, strings.ReplaceAll(groups, ",", `","`))
 	}
-	w := podOf(name).Annotation(AnnotationUserInfo, ui).Req(cpu(cpuQty))
+	w := podOf(name).Annotation(podmeta.AnnotationUserInfo, ui).Req(cpu(cpuQty))
 	if queue != "" {
-		w = w.Label(LabelQueue, queue)
+		w = w.Label(podmeta.LabelQueue, queue)
 	}
 	return w.Obj()
 }

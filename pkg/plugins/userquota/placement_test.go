@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // stockConfig is YuniKorn's stock config (the corpus file 19: tag
@@ -31,7 +33,7 @@ func stockConfig(t *testing.T) string {
 // nsPod is a pod of user in namespace ns asking for cpu, naming no queue.
 func nsPod(name, ns, user, cpuQty string) *v1.Pod {
 	return podOf(name).Namespace(ns).UID("uid-"+ns+"-"+name).
-		Annotation(AnnotationUserInfo, `{"user":"`+user+`"}`).Req(cpu(cpuQty)).Obj()
+		Annotation(podmeta.AnnotationUserInfo, `{"user":"`+user+`"}`).Req(cpu(cpuQty)).Obj()
 }
 
 // queuesOf lists the queues ugm holds below root.
@@ -68,8 +70,8 @@ func TestStockConfigPlacesByNamespace(t *testing.T) {
 	}
 	// Another user is not bound by sue's usage; a queue label does not
 	// override the tag rule.
-	bob := podOf("d").Namespace("team-c").UID("uid-d").Annotation(AnnotationUserInfo, `{"user":"bob"}`).
-		Label(LabelQueue, "root.elsewhere").Req(cpu("1")).Obj()
+	bob := podOf("d").Namespace("team-c").UID("uid-d").Annotation(podmeta.AnnotationUserInfo, `{"user":"bob"}`).
+		Label(podmeta.LabelQueue, "root.elsewhere").Req(cpu("1")).Obj()
 	e.mustSchedule(bob)
 	if c, _ := e.pl.ledger.Get("uid-d"); c.Request.Queue != "root.team-c" {
 		t.Errorf("bob's pod charged to %q, want root.team-c", c.Request.Queue)
@@ -114,9 +116,9 @@ partitions:
 `
 
 func TestPlacementRulesAndACLs(t *testing.T) {
-	john := podOf("j").UID("uid-j").Annotation(AnnotationUserInfo, `{"user":"john"}`).Req(cpu("1")).Obj()
-	sue := podOf("s").UID("uid-s").Annotation(AnnotationUserInfo, `{"user":"sue"}`).Req(cpu("1")).Obj()
-	mallory := podOf("m").UID("uid-m").Annotation(AnnotationUserInfo, `{"user":"mallory"}`).Req(cpu("1")).Obj()
+	john := podOf("j").UID("uid-j").Annotation(podmeta.AnnotationUserInfo, `{"user":"john"}`).Req(cpu("1")).Obj()
+	sue := podOf("s").UID("uid-s").Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"}`).Req(cpu("1")).Obj()
+	mallory := podOf("m").UID("uid-m").Annotation(podmeta.AnnotationUserInfo, `{"user":"mallory"}`).Req(cpu("1")).Obj()
 
 	t.Run("admission", func(t *testing.T) {
 		e := newEnv(t, envOptions{config: aclConfig})

@@ -7,12 +7,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 func TestPreFilter(t *testing.T) {
 	rs := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}
 	web := func(name, hash, cpuQty string) *v1.Pod {
-		return podOf(name).Annotation(AnnotationUserInfo, `{"user":"sue"}`).Label(LabelQueue, "sandbox").
+		return podOf(name).Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"}`).Label(podmeta.LabelQueue, "sandbox").
 			Label("pod-template-hash", hash).OwnerReference("web-"+hash, rs).Req(cpu(cpuQty)).Obj()
 	}
 	tests := []struct {
@@ -66,7 +68,7 @@ func TestPreFilter(t *testing.T) {
 			charged: []*v1.Pod{
 				web("w1", "aaa", "100m"), userPod("b", "bob", "", "sandbox", "100m"), userPod("c", "carl", "", "sandbox", "100m"),
 			},
-			pod: podOf("api").Annotation(AnnotationUserInfo, `{"user":"sue"}`).Label(LabelQueue, "sandbox").
+			pod: podOf("api").Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"}`).Label(podmeta.LabelQueue, "sandbox").
 				Label("pod-template-hash", "ccc").OwnerReference("api-ccc", rs).Req(cpu("100m")).Obj(),
 			want: statusOf{Code: fwk.UnschedulableAndUnresolvable, Message: `queue root.sandbox would exceed maxapplications: 3+1 > 3`},
 		},
@@ -92,14 +94,14 @@ func TestPreFilter(t *testing.T) {
 		},
 		{
 			name: "malformed user info",
-			pod:  podOf("p").Annotation(AnnotationUserInfo, `sue`).Req(cpu("1")).Obj(),
+			pod:  podOf("p").Annotation(podmeta.AnnotationUserInfo, `sue`).Req(cpu("1")).Obj(),
 			want: statusOf{Code: fwk.UnschedulableAndUnresolvable,
 				Message: `annotation userquota.io/user-info is not valid user info JSON ({"user":"name","groups":[...]}): invalid character 's' looking for beginning of value`},
 		},
 		{
 			name:    "an application held by another user",
-			charged: []*v1.Pod{podOf("a").Annotation(AnnotationUserInfo, `{"user":"sue"}`).Label(LabelAppID, "shared").Req(cpu("1")).Obj()},
-			pod:     podOf("p").Annotation(AnnotationUserInfo, `{"user":"bob"}`).Label(LabelAppID, "shared").Req(cpu("1")).Obj(),
+			charged: []*v1.Pod{podOf("a").Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"}`).Label(podmeta.LabelAppID, "shared").Req(cpu("1")).Obj()},
+			pod:     podOf("p").Annotation(podmeta.AnnotationUserInfo, `{"user":"bob"}`).Label(podmeta.LabelAppID, "shared").Req(cpu("1")).Obj(),
 			want: statusOf{Code: fwk.UnschedulableAndUnresolvable,
 				Message: `application ns1/shared is already charged to user "sue" in queue root.default (this pod: user "bob", queue root.default)`},
 		},
@@ -156,7 +158,7 @@ func TestReserveUnreserveRoundTrip(t *testing.T) {
 		},
 		{
 			name: "a group with no limit is not tracked; a two-level path",
-			pod: podOf("p").Annotation(AnnotationUserInfo, `{"user":"bob","groups":["ops"]}`).Label(LabelQueue, "root.parent.leaf").
+			pod: podOf("p").Annotation(podmeta.AnnotationUserInfo, `{"user":"bob","groups":["ops"]}`).Label(podmeta.LabelQueue, "root.parent.leaf").
 				Req(map[v1.ResourceName]string{"cpu": "1", "memory": "1Gi"}).Obj(),
 			want: usage{
 				Users: map[string]map[string]map[string]int64{"bob": {

@@ -1,10 +1,8 @@
 package userquota
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,34 +11,11 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/userquota/userquota/pkg/placement"
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
-
-// Annotations and labels a pod uses to say who it belongs to, where it runs
-// and which application it is part of. YuniKorn's keys are honoured so pods
-// written for YuniKorn work unchanged.
-const (
-	AnnotationUserInfo = "userquota.io/user-info"
-	LabelQueue         = "userquota.io/queue"
-	LabelAppID         = "userquota.io/app-id"
-	// LabelPreemptible "false" marks a pod that must never be preempted:
-	// in an elastic queue it may then only use guaranteed capacity
-	// (docs/reclaim.md).
-	LabelPreemptible = "userquota.io/preemptible"
-
-	yunikornUserInfo = "yunikorn.apache.org/user.info"
-	yunikornQueue    = "yunikorn.apache.org/queue"
-	yunikornAppID    = "yunikorn.apache.org/app-id"
-)
-
-// userInfo is the JSON of the user-info annotations (both ours and
-// YuniKorn's): {"user":"sue","groups":["dev"]}.
-type userInfo struct {
-	User   string   `json:"user"`
-	Groups []string `json:"groups"`
-}
 
 // podRequest turns a pod into what ugm charges: user, groups, queue,
 // application and resources, as the admission of a new pod sees it: the
@@ -72,46 +47,36 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Reque
 // podPreemptible reports whether the pod may be preempted: unless its
 // label userquota.io/preemptible says "false" (in any case).
 func podPreemptible(pod *v1.Pod) bool {
-	return !strings.EqualFold(strings.TrimSpace(pod.Labels[LabelPreemptible]), "false")
+	return !strings.EqualFold(strings.TrimSpace(pod.Labels[podmeta.LabelPreemptible]), "false")
 }
 
 // errNoUserInfo refuses a pod without user info when requireUserInfo is
 // on; it names the webhook that should have stamped it.
-var errNoUserInfo = errors.New("pod has no " + AnnotationUserInfo + " annotation and requireUserInfo is on: " +
+var errNoUserInfo = errors.New("pod has no " + podmeta.AnnotationUserInfo + " annotation and requireUserInfo is on: " +
 	"the userquota admission webhook (userquota-webhook) stamps it at creation, so this pod was not admitted through it; " +
 	"check that the webhook is installed and its MutatingWebhookConfiguration matches this pod (docs/security.md)")
 
 // hasUserInfo reports whether the pod carries user info (ours or YuniKorn's).
 func hasUserInfo(pod *v1.Pod) bool {
-	_, ours := pod.Annotations[AnnotationUserInfo]
-	_, theirs := pod.Annotations[yunikornUserInfo]
-	return ours || theirs
+	for _, key := range podmeta.UserInfoKeys {
+		if _, ok := pod.Annotations[key]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // podUser reads the user and groups: our annotation, then YuniKorn's, then
 // the default user without groups.
 func podUser(pod *v1.Pod, defaultUser string) (string, []string, error) {
-	for _, key := range []string{AnnotationUserInfo, yunikornUserInfo} {
+	for _, key := range podmeta.UserInfoKeys {
 		raw, ok := pod.Annotations[key]
 		if !ok {
 			continue
 		}
-		var ui userInfo
-		dec := json.NewDecoder(strings.NewReader(raw))
-		dec.DisallowUnknownFields()
-		err := dec.Decode(&ui)
-		if err == nil {
-			// Decode reads one value; anything after it makes the
-			// annotation malformed, as json.Unmarshal (YuniKorn) says.
-			if _, terr := dec.Token(); terr != io.EOF {
-				err = errors.New("unexpected data after the JSON object")
-			}
-		}
+		ui, err := podmeta.ParseUserInfo(key, raw)
 		if err != nil {
-			return "", nil, fmt.Errorf("annotation %s is not valid user info JSON ({\"user\":\"name\",\"groups\":[...]}): %v", key, err)
-		}
-		if strings.TrimSpace(ui.User) == "" {
-			return "", nil, fmt.Errorf("annotation %s has no user", key)
+			return "", nil, err
 		}
 		return ui.User, ui.Groups, nil
 	}
@@ -156,10 +121,10 @@ func podNamedQueue(pod *v1.Pod) (name, from string) {
 		key  string
 		kind string
 	}{
-		{pod.Annotations, LabelQueue, "annotation"},
-		{pod.Labels, LabelQueue, "label"},
-		{pod.Annotations, yunikornQueue, "annotation"},
-		{pod.Labels, yunikornQueue, "label"},
+		{pod.Annotations, podmeta.LabelQueue, "annotation"},
+		{pod.Labels, podmeta.LabelQueue, "label"},
+		{pod.Annotations, podmeta.YuniKornQueue, "annotation"},
+		{pod.Labels, podmeta.YuniKornQueue, "label"},
 		{pod.Labels, "queue", "label"},
 	} {
 		if v, ok := c.m[c.key]; ok && v != "" {
@@ -175,7 +140,7 @@ func podNamedQueue(pod *v1.Pod) (name, from string) {
 // pod itself.
 func podApp(pod *v1.Pod) ugm.AppKey {
 	key := ugm.AppKey{Namespace: pod.Namespace}
-	for _, l := range []string{LabelAppID, "applicationId", yunikornAppID, "spark-app-selector"} {
+	for _, l := range []string{podmeta.LabelAppID, "applicationId", podmeta.YuniKornAppID, "spark-app-selector"} {
 		if v := pod.Labels[l]; v != "" {
 			key.ID = v
 			return key

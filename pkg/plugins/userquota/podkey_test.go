@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 )
 
@@ -66,7 +67,7 @@ func TestPodRequest(t *testing.T) {
 		// user and groups
 		{
 			name: "our user-info annotation",
-			pod:  base().Annotation(AnnotationUserInfo, `{"user":"sue","groups":["dev","ops"]}`).Obj(),
+			pod:  base().Annotation(podmeta.AnnotationUserInfo, `{"user":"sue","groups":["dev","ops"]}`).Obj(),
 			want: got{User: "sue", Groups: []string{"dev", "ops"}, Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
@@ -88,7 +89,7 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name: "ours wins over YuniKorn's",
-			pod: base().Annotation(AnnotationUserInfo, `{"user":"sue"}`).
+			pod: base().Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"}`).
 				Annotation("yunikorn.apache.org/user.info", `{"user":"bob"}`).Obj(),
 			want: got{User: "sue", Queue: "root.default", App: "ns1/pod/uid-p", Resources: one},
 		},
@@ -105,7 +106,7 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name:    "malformed JSON in our annotation is refused, naming it",
-			pod:     base().Annotation(AnnotationUserInfo, `{"user":"sue"`).Obj(),
+			pod:     base().Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"`).Obj(),
 			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
 		},
 		{
@@ -115,17 +116,17 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name:    "malformed ours does not fall back to YuniKorn's",
-			pod:     base().Annotation(AnnotationUserInfo, `[]`).Annotation("yunikorn.apache.org/user.info", `{"user":"bob"}`).Obj(),
+			pod:     base().Annotation(podmeta.AnnotationUserInfo, `[]`).Annotation("yunikorn.apache.org/user.info", `{"user":"bob"}`).Obj(),
 			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
 		},
 		{
 			name:    "unknown field in the user info is refused",
-			pod:     base().Annotation(AnnotationUserInfo, `{"user":"sue","group":"dev"}`).Obj(),
+			pod:     base().Annotation(podmeta.AnnotationUserInfo, `{"user":"sue","group":"dev"}`).Obj(),
 			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
 		},
 		{
 			name:    "trailing data after the user info JSON is refused",
-			pod:     base().Annotation(AnnotationUserInfo, `{"user":"sue"} {"user":"root"}`).Obj(),
+			pod:     base().Annotation(podmeta.AnnotationUserInfo, `{"user":"sue"} {"user":"root"}`).Obj(),
 			wantErr: "annotation userquota.io/user-info is not valid user info JSON",
 		},
 		{
@@ -135,20 +136,20 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name:    "user info without a user is refused",
-			pod:     base().Annotation(AnnotationUserInfo, `{"groups":["dev"]}`).Obj(),
+			pod:     base().Annotation(podmeta.AnnotationUserInfo, `{"groups":["dev"]}`).Obj(),
 			wantErr: "annotation userquota.io/user-info has no user",
 		},
 
 		// queue
 		{
 			name: "queue from our annotation",
-			pod:  base().Annotation(LabelQueue, "root.sandbox").Label(LabelQueue, "root.a.only").Obj(),
+			pod:  base().Annotation(podmeta.LabelQueue, "root.sandbox").Label(podmeta.LabelQueue, "root.a.only").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name: "queue from our label",
-			pod:  base().Label(LabelQueue, "root.a.only").Annotation("yunikorn.apache.org/queue", "root.sandbox").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "root.a.only").Annotation("yunikorn.apache.org/queue", "root.sandbox").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
 		},
@@ -172,37 +173,37 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name: "leaf name that is a child of root: root.NAME",
-			pod:  base().Label(LabelQueue, "sandbox").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "sandbox").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name: "unique leaf name deeper in the tree",
-			pod:  base().Label(LabelQueue, "only").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "only").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name: "path without root.",
-			pod:  base().Label(LabelQueue, "b.x").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "b.x").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.b.x", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name: "queue names are case-insensitive",
-			pod:  base().Label(LabelQueue, "Only").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "Only").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.a.only", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name: "full paths are case-insensitive",
-			pod:  base().Label(LabelQueue, "ROOT.Sandbox").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "ROOT.Sandbox").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
 			name:    "ambiguous leaf name is an error listing the candidates",
-			pod:     base().Label(LabelQueue, "x").Obj(),
+			pod:     base().Label(podmeta.LabelQueue, "x").Obj(),
 			cfg:     tree,
 			wantErr: `queue "x" (from label userquota.io/queue) is ambiguous: root.a.x, root.b.x; use the full path`,
 		},
@@ -214,7 +215,7 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name: "bare name without a config: root.NAME",
-			pod:  base().Label(LabelQueue, "anything").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "anything").Obj(),
 			want: got{User: "nobody", Queue: "root.anything", App: "ns1/pod/uid-p", Resources: one},
 		},
 		{
@@ -232,7 +233,7 @@ func TestPodRequest(t *testing.T) {
 		},
 		{
 			name: "empty queue label is ignored",
-			pod:  base().Label(LabelQueue, "").Label("queue", "sandbox").Obj(),
+			pod:  base().Label(podmeta.LabelQueue, "").Label("queue", "sandbox").Obj(),
 			cfg:  tree,
 			want: got{User: "nobody", Queue: "root.sandbox", App: "ns1/pod/uid-p", Resources: one},
 		},
@@ -270,11 +271,11 @@ func TestPodApp(t *testing.T) {
 		pod  *v1.Pod
 		want string
 	}{
-		{name: "our app-id label", pod: podOf("p").Label(LabelAppID, "a1").Label("applicationId", "a2").OwnerReference("web-5d4f", rs).Obj(), want: "ns1/a1"},
+		{name: "our app-id label", pod: podOf("p").Label(podmeta.LabelAppID, "a1").Label("applicationId", "a2").OwnerReference("web-5d4f", rs).Obj(), want: "ns1/a1"},
 		{name: "applicationId label", pod: podOf("p").Label("applicationId", "a2").Label("yunikorn.apache.org/app-id", "a3").Obj(), want: "ns1/a2"},
 		{name: "yunikorn.apache.org/app-id label", pod: podOf("p").Label("yunikorn.apache.org/app-id", "a3").Label("spark-app-selector", "a4").Obj(), want: "ns1/a3"},
 		{name: "spark-app-selector label", pod: podOf("p").Label("spark-app-selector", "spark-123").Obj(), want: "ns1/spark-123"},
-		{name: "app id as an annotation", pod: podOf("p").Annotation(LabelAppID, "a5").Obj(), want: "ns1/a5"},
+		{name: "app id as an annotation", pod: podOf("p").Annotation(podmeta.LabelAppID, "a5").Obj(), want: "ns1/a5"},
 		{
 			name: "ReplicaSet with pod-template-hash: the Deployment",
 			pod:  podOf("p").Label("pod-template-hash", "5d4f").OwnerReference("web-5d4f", rs).Obj(),
@@ -307,7 +308,7 @@ func TestPodApp(t *testing.T) {
 			}(),
 			want: "ns1/pod/uid-p",
 		},
-		{name: "namespace is part of the key", pod: podOf("p").Namespace("other").Label(LabelAppID, "a1").Obj(), want: "other/a1"},
+		{name: "namespace is part of the key", pod: podOf("p").Namespace("other").Label(podmeta.LabelAppID, "a1").Obj(), want: "other/a1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

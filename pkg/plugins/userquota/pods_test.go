@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // sueIn is the usage of user sue (no groups) holding cpu millicores and
@@ -188,7 +190,7 @@ func TestPodInformer(t *testing.T) {
 		{
 			name: "a pod bound with bad metadata is charged to the defaults",
 			run: func(e *env) {
-				e.bind(podOf("bad").Annotation(AnnotationUserInfo, "sue").Label(LabelQueue, "x").Req(cpu("1")).Obj())
+				e.bind(podOf("bad").Annotation(podmeta.AnnotationUserInfo, "sue").Label(podmeta.LabelQueue, "x").Req(cpu("1")).Obj())
 			},
 			want: usage{
 				Users:  map[string]map[string]map[string]int64{"nobody": {"root": {"cpu": 1000, "pods": 1}, "root.default": {"cpu": 1000, "pods": 1}}},
@@ -294,9 +296,9 @@ func TestRestart(t *testing.T) {
 // so nothing that runs goes uncounted.
 func TestRestartWithAppConflict(t *testing.T) {
 	a := userPod("a", "sue", "", "sandbox", "1")
-	a.Labels[LabelAppID] = "shared"
+	a.Labels[podmeta.LabelAppID] = "shared"
 	b := userPod("b", "bob", "", "sandbox", "1")
-	b.Labels[LabelAppID] = "shared"
+	b.Labels[podmeta.LabelAppID] = "shared"
 	e := newEnv(t, envOptions{config: sandboxConfig})
 	e.bind(a)
 	e.waitFor("a to be charged", func() bool { _, ok := e.pl.ledger.Get("uid-a"); return ok })

@@ -32,7 +32,7 @@ func settingsAt(cfg *queueconfig.Partition, path, leaf string) queueconfig.Preem
 	if path != leaf {
 		return queueconfig.Preemption{}
 	}
-	for p := parentPath(path); p != ""; p = parentPath(p) {
+	for p := queueconfig.ParentPath(path); p != ""; p = queueconfig.ParentPath(p) {
 		if q := cfg.Queue(p); q != nil && q.ChildTemplate != nil {
 			return q.ChildTemplate.Preemption
 		}
@@ -49,7 +49,7 @@ func policyFor(cfg *queueconfig.Partition, leaf string) queuePolicy {
 		return out
 	}
 	policySeen, delaySeen := false, false
-	for p := leaf; p != ""; p = parentPath(p) {
+	for p := leaf; p != ""; p = queueconfig.ParentPath(p) {
 		s := settingsAt(cfg, p, leaf)
 		if !policySeen && s.Policy != "" {
 			policySeen = true
@@ -73,7 +73,7 @@ func fenceFor(cfg *queueconfig.Partition, leaf string) string {
 	if cfg == nil {
 		return ""
 	}
-	for p := leaf; p != ""; p = parentPath(p) {
+	for p := leaf; p != ""; p = queueconfig.ParentPath(p) {
 		if settingsAt(cfg, p, leaf).Policy == queueconfig.PolicyFence {
 			return p
 		}

@@ -329,7 +329,7 @@ func (pl *Plugin) newReclaimState(pod *v1.Pod, req ugm.Request, blocked []string
 		rs.queues[p] = &queueUse{usage: e.Usage, share: e.Share}
 	}
 	for _, l := range pl.reclaim.leavingRequests() {
-		for p := l.Queue; p != ""; p = parentPath(p) {
+		for p := l.Queue; p != ""; p = queueconfig.ParentPath(p) {
 			if q := rs.queues[p]; q != nil {
 				q.usage.SubClamped(l.Resources)
 			}
@@ -338,7 +338,7 @@ func (pl *Plugin) newReclaimState(pod *v1.Pod, req ugm.Request, blocked []string
 	for _, q := range rs.queues {
 		q.over = overBy(q.usage, q.share)
 	}
-	for p := req.Queue; p != ""; p = parentPath(p) {
+	for p := req.Queue; p != ""; p = queueconfig.ParentPath(p) {
 		if rs.queues[p] != nil {
 			rs.reclaim = true
 			break
@@ -396,7 +396,7 @@ func (pl *Plugin) newReclaimState(pod *v1.Pod, req ugm.Request, blocked []string
 // the need's business.)
 func (rs *reclaimState) overShare(leaf string, need resources.Vector) string {
 	q := rs.queues[leaf]
-	if q == nil || withinGuaranteed(q, need) {
+	if q == nil || q.share.WithinGuaranteed(q.usage, need) {
 		return ""
 	}
 	if e, over := q.share.Runtime.Exceeds(q.usage, need); over {
@@ -404,23 +404,6 @@ func (rs *reclaimState) overShare(leaf string, need resources.Vector) string {
 			leaf, e.ID.Name(), resources.FormatValue(e.ID, e.Usage), resources.FormatValue(e.ID, e.Request), resources.FormatValue(e.ID, e.Max))
 	}
 	return ""
-}
-
-// withinGuaranteed mirrors ugm's exemption: the resources the guaranteed
-// names stay within it.
-func withinGuaranteed(q *queueUse, need resources.Vector) bool {
-	named := false
-	for i, g := range q.share.Configured {
-		if g <= 0 {
-			continue
-		}
-		named = true
-		id := resources.ID(i)
-		if q.usage.Get(id)+need.Get(id) > q.share.Guaranteed.Get(id) {
-			return false
-		}
-	}
-	return named
 }
 
 // nominatedInQueue sums the requests of the pods of queue (other than pod)
@@ -742,7 +725,7 @@ func (pl *Plugin) victimWhy(run *preemptRun, preemptor, victim *v1.Pod, charge u
 			queue, rs.priority, corev1helpers.PodPriority(victim)), queue, metrics.ReasonPriority
 	}
 	top := commonAncestor(rs.queue, queue)
-	for p := queue; p != top && p != ""; p = parentPath(p) {
+	for p := queue; p != top && p != ""; p = queueconfig.ParentPath(p) {
 		q := rs.queues[p]
 		if q == nil {
 			continue

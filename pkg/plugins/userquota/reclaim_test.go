@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -142,7 +143,7 @@ func TestNonPreemptibleLabel(t *testing.T) {
 	}{{"false", true}, {"False", true}, {" FALSE ", true}, {"true", false}, {"", false}, {"no", false}} {
 		pod := userPod("p", "ann", "", "root.a", "1")
 		if tc.value != "" {
-			pod.Labels[LabelPreemptible] = tc.value
+			pod.Labels[podmeta.LabelPreemptible] = tc.value
 		}
 		if got := !podPreemptible(pod); got != tc.np {
 			t.Errorf("label %q: non-preemptible %v, want %v", tc.value, got, tc.np)

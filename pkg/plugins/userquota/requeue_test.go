@@ -12,6 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // perUserConfig gives every user 2 cpu in root.sandbox, and the queue
@@ -264,8 +266,8 @@ func TestQueueingHints(t *testing.T) {
 	// Refused: by sue's user limit, by the queue max, by dev's group limit.
 	sueWaits := userPod("sue-waits", "sue", "", "sandbox", "1")
 	carlWaits := userPod("carl-waits", "carl", "", "sandbox", "1")
-	danWaits := podOf("dan-waits").Annotation(AnnotationUserInfo, `{"user":"dan","groups":["dev"]}`).
-		Label(LabelQueue, "sandbox").Req(cpu("1500m")).Obj()
+	danWaits := podOf("dan-waits").Annotation(podmeta.AnnotationUserInfo, `{"user":"dan","groups":["dev"]}`).
+		Label(podmeta.LabelQueue, "sandbox").Req(cpu("1500m")).Obj()
 	// Not refused by us.
 	stranger := userPod("stranger", "eve", "", "open", "1")
 	// Released elsewhere: bob in root.open.
@@ -283,7 +285,7 @@ func TestQueueingHints(t *testing.T) {
 	}
 	relabeled := func(p *v1.Pod) *v1.Pod {
 		c := p.DeepCopy()
-		c.Labels[LabelQueue] = "open"
+		c.Labels[podmeta.LabelQueue] = "open"
 		return c
 	}
 	tomb := func(p *v1.Pod) interface{} {

@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/userquota/userquota/pkg/metrics"
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 )
@@ -113,21 +114,13 @@ func lessImportant(a, b *victim) bool {
 	return a.key > b.key
 }
 
-// parentPath is the parent queue's path ("" for root).
-func parentPath(p string) string {
-	if i := strings.LastIndexByte(p, '.'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
-
 // commonAncestor returns the deepest queue holding both a and b.
 func commonAncestor(a, b string) string {
 	for {
 		if a == b || strings.HasPrefix(b, a+".") {
 			return a
 		}
-		if a = parentPath(a); a == "" {
+		if a = queueconfig.ParentPath(a); a == "" {
 			return ""
 		}
 	}
@@ -160,7 +153,7 @@ func (s *reclaimState) eligible(v *victim) bool {
 	}
 	top := commonAncestor(s.queue, v.queue)
 	elastic := false
-	for p := v.queue; p != top && p != ""; p = parentPath(p) {
+	for p := v.queue; p != top && p != ""; p = queueconfig.ParentPath(p) {
 		q := s.queues[p]
 		if q == nil {
 			continue
@@ -215,7 +208,7 @@ type taken map[string]resources.Vector
 // bound: it cannot be given back without the pod that holds it.)
 func (s *reclaimState) fits(v *victim, t taken) bool {
 	top := commonAncestor(s.queue, v.queue)
-	for p := v.queue; p != top && p != ""; p = parentPath(p) {
+	for p := v.queue; p != top && p != ""; p = queueconfig.ParentPath(p) {
 		q := s.queues[p]
 		if q == nil {
 			continue
@@ -232,7 +225,7 @@ func (s *reclaimState) fits(v *victim, t taken) bool {
 
 func (s *reclaimState) take(v *victim, t taken) {
 	top := commonAncestor(s.queue, v.queue)
-	for p := v.queue; p != top && p != ""; p = parentPath(p) {
+	for p := v.queue; p != top && p != ""; p = queueconfig.ParentPath(p) {
 		if s.queues[p] == nil {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	policy "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 )
@@ -37,7 +38,7 @@ type use struct {
 func testReclaimState(queue string, priority int32, fences []string, reclaim bool, queues map[string]use) *reclaimState {
 	rs := &reclaimState{queue: queue, priority: priority, reclaim: reclaim, queues: map[string]*queueUse{}}
 	fenceOf := func(q string) string {
-		for p := q; p != ""; p = parentPath(p) {
+		for p := q; p != ""; p = queueconfig.ParentPath(p) {
 			for _, f := range fences {
 				if f == p {
 					return p

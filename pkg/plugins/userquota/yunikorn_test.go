@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // TestYuniKornMetadata: pods written for YuniKorn (user.info annotation,
@@ -19,7 +21,7 @@ func TestYuniKornMetadata(t *testing.T) {
 		meta func(w *st.PodWrapper) *st.PodWrapper
 	}{
 		{name: "ours", meta: func(w *st.PodWrapper) *st.PodWrapper {
-			return w.Annotation(AnnotationUserInfo, ui).Label(LabelQueue, "sandbox").Label(LabelAppID, "app1")
+			return w.Annotation(podmeta.AnnotationUserInfo, ui).Label(podmeta.LabelQueue, "sandbox").Label(podmeta.LabelAppID, "app1")
 		}},
 		{name: "YuniKorn labels", meta: func(w *st.PodWrapper) *st.PodWrapper {
 			return w.Annotation("yunikorn.apache.org/user.info", ui).Label("yunikorn.apache.org/queue", "root.sandbox").Label("applicationId", "app1")

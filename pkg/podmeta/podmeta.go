@@ -1,0 +1,78 @@
+// Package podmeta is the contract between a pod and userquota: the
+// annotation and label keys that say who a pod runs as, where it runs and
+// which application it belongs to (ours and Apache YuniKorn's, so pods
+// written for YuniKorn work unchanged), and the JSON of the user info. The
+// admission webhook writes the user info, the scheduler plugin reads it
+// all; both take the keys from here so that they cannot drift apart.
+package podmeta
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Keys of ours.
+const (
+	// AnnotationUserInfo carries the user and groups a pod runs as, as
+	// UserInfo JSON: {"user":"sue","groups":["dev"]}. The webhook stamps
+	// it from the authenticated requester.
+	AnnotationUserInfo = "userquota.io/user-info"
+	// LabelQueue names the pod's queue (a full path or a leaf name); the
+	// scheduler reads it as an annotation too.
+	LabelQueue = "userquota.io/queue"
+	// LabelAppID names the pod's application within its namespace.
+	LabelAppID = "userquota.io/app-id"
+	// LabelPreemptible "false" marks a pod that must never be preempted:
+	// in an elastic queue it may then only use guaranteed capacity
+	// (docs/reclaim.md).
+	LabelPreemptible = "userquota.io/preemptible"
+)
+
+// YuniKorn's keys, honoured after ours.
+const (
+	YuniKornUserInfo = "yunikorn.apache.org/user.info"
+	YuniKornQueue    = "yunikorn.apache.org/queue"
+	YuniKornAppID    = "yunikorn.apache.org/app-id"
+)
+
+// UserInfoKeys are the user-info annotations in the order the scheduler
+// reads them: the first one present decides.
+var UserInfoKeys = [...]string{AnnotationUserInfo, YuniKornUserInfo}
+
+// UserInfo is the JSON of the user-info annotations (ours and YuniKorn's).
+type UserInfo struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups"`
+}
+
+// ParseUserInfo decodes the annotation key's value strictly: one JSON
+// object with a non-empty user, no unknown fields, nothing after it (as
+// YuniKorn's json.Unmarshal refuses trailing data). The error names the
+// annotation.
+func ParseUserInfo(key, raw string) (UserInfo, error) {
+	var ui UserInfo
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&ui)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("unexpected data after the JSON object")
+		}
+	}
+	if err != nil {
+		return UserInfo{}, fmt.Errorf("annotation %s is not valid user info JSON ({\"user\":\"name\",\"groups\":[...]}): %v", key, err)
+	}
+	if strings.TrimSpace(ui.User) == "" {
+		return UserInfo{}, fmt.Errorf("annotation %s has no user", key)
+	}
+	return ui, nil
+}
+
+// String is the annotation value for u.
+func (u UserInfo) String() string {
+	b, _ := json.Marshal(u)
+	return string(b)
+}
