@@ -66,13 +66,16 @@ type app struct {
 // comment for the locking).
 type Manager struct {
 	mu sync.RWMutex
-	// partition is the config in force; nil means no config: every queue
-	// under root is usable and nothing is limited.
+	// partition is the partition in force (inForce's); nil means no
+	// config: every queue under root is usable and nothing is limited.
 	partition *queueconfig.Partition
-	queues    queueTree
-	users     map[string]*tracker
-	groups    map[string]*tracker
-	apps      map[AppKey]*app
+	// inForce is the config in force as one value, stored under mu for
+	// writing together with the compiled limits (config.go).
+	inForce atomic.Pointer[InForce]
+	queues  queueTree
+	users   map[string]*tracker
+	groups  map[string]*tracker
+	apps    map[AppKey]*app
 	// shares is the share table in force for elastic queues (nil: none
 	// computed yet, shares are not checked). Swapped without m.mu.
 	shares atomic.Pointer[shareIndex]
@@ -85,51 +88,6 @@ func New() *Manager {
 		users:  map[string]*tracker{},
 		groups: map[string]*tracker{},
 		apps:   map[AppKey]*app{},
-	}
-}
-
-// SetConfig puts the partition's limits in force in one step. Usage already
-// tracked is kept, also on queues the new config no longer has (they stay
-// until empty, unlimited, and refuse new pods); new limits apply to new
-// increases. Groups resolved for running applications do not change.
-// A nil partition removes every limit.
-func (m *Manager) SetConfig(p *queueconfig.Partition) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.partition = p
-	for _, q := range m.queues.byPath {
-		if !q.dynamic || p == nil {
-			q.limits, q.dynamic = nil, false
-		}
-		q.childLimits = nil
-	}
-	if p != nil {
-		// Parents before children, so a child template is inherited.
-		p.Walk(func(cq *queueconfig.Queue) {
-			q := m.queues.ensure(cq.Path)
-			q.limits, q.dynamic = compileQueue(cq), false
-			switch {
-			case !cq.IsParent:
-			case cq.ChildTemplate != nil:
-				q.childLimits = compileTemplate(cq.ChildTemplate)
-			case q.parent != nil && q.parent.childLimits != nil:
-				q.childLimits = q.parent.childLimits
-			default:
-				q.childLimits = openTemplate
-			}
-		})
-		m.queues.refreshDynamic(m.queues.root)
-	}
-	for _, q := range m.queues.byPath {
-		if len(q.children) == 0 {
-			m.queues.prune(q)
-		}
-	}
-	for _, t := range m.users {
-		t.refreshLimits()
-	}
-	for _, t := range m.groups {
-		t.refreshLimits()
 	}
 }
 
@@ -247,6 +205,11 @@ func (m *Manager) Decrease(req *Request) error {
 func (m *Manager) DynamicQueue(path string) (exists, leaf, draining bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.dynamicQueue(path)
+}
+
+// dynamicQueue is DynamicQueue for a caller holding m.mu.
+func (m *Manager) dynamicQueue(path string) (exists, leaf, draining bool) {
 	q := m.queues.byPath[path]
 	switch {
 	case q == nil:

@@ -50,7 +50,7 @@ func (pl *Plugin) startConfigInformer(ctx context.Context) error {
 		return fmt.Errorf("could not list ConfigMap %s/%s within %s: can the scheduler get, list and watch ConfigMaps in namespace %s?",
 			pl.args.ConfigMapNamespace, pl.args.ConfigMapName, syncTimeout, pl.args.ConfigMapNamespace)
 	}
-	if pl.config.Load() == nil {
+	if pl.Config() == nil {
 		logger.Info("Queue config ConfigMap not found: no limits in force, usage is still tracked",
 			"configMap", klog.KRef(pl.args.ConfigMapNamespace, pl.args.ConfigMapName))
 	}
@@ -77,16 +77,18 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 		metrics.RecordConfigReload(metrics.ResultInvalid)
 		return
 	}
-	if old := pl.config.Load(); old != nil && old.Checksum == cfg.Checksum {
+	if old := pl.Config(); old != nil && old.Checksum == cfg.Checksum {
 		return // a resync or a change elsewhere in the ConfigMap
 	}
-	pl.config.Store(cfg)
+	// Config, partition and elastic flag go in force as one value
+	// (parseConfigMap made sure the partition is there).
+	if err := pl.ugm.Enforce(cfg, pl.args.Partition); err != nil {
+		logger.Error(err, "Queue config not applied", "configMap", klog.KObj(cm))
+		return
+	}
 	metrics.RecordConfigReload(metrics.ResultApplied)
-	part := cfg.Partition(pl.args.Partition)
-	pl.ugm.SetConfig(part)
 	pl.pending.invalidate()
-	pl.elastic.Store(elasticPartition(part))
-	if !pl.elastic.Load() {
+	if !pl.elastic() {
 		pl.ugm.SetShares(nil)
 	}
 	// Shares follow the new config before the refused pods are retried.

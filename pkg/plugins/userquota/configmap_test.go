@@ -1,6 +1,7 @@
 package userquota
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // roomierConfig is sandboxConfig with sue's limit raised to 3 cpu and a
@@ -267,5 +269,58 @@ func TestConfigMissingAtStart(t *testing.T) {
 	}
 	if got := userUsage(e.pl, "sue")["cpu"]; got != 13000 {
 		t.Errorf("sue's cpu = %d, want 13000 (usage kept)", got)
+	}
+}
+
+// TestDecisionDuringReloadSeesOneConfig decides pods while the config
+// flips between two versions that put the pod's leaf queue "x" in
+// different places: placement by one version and limits by the other
+// would refuse it ("does not exist in the queue config"). Every decision
+// must see one version whole.
+func TestDecisionDuringReloadSeesOneConfig(t *testing.T) {
+	const underP = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+    - name: p
+      queues:
+      - name: x
+`
+	underQ := strings.ReplaceAll(underP, "name: p", "name: q")
+	e := newEnv(t, envOptions{config: underP})
+	e.waitConfig(underP)
+	logger := klog.FromContext(e.ctx)
+	stop := make(chan struct{})
+	flipped := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flipped <- n }()
+		for {
+			for _, y := range []string{underQ, underP} {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cm := configMap(y)
+				cm.ResourceVersion = fmt.Sprint(n)
+				e.pl.onConfigMap(logger, cm)
+				n++
+			}
+		}
+	}()
+	pod := userPod("p", "sue", "", "x", "100m")
+	for i := 0; i < 3000; i++ {
+		if _, s := e.pl.PreFilter(e.ctx, framework.NewCycleState(), pod, nil); !s.IsSuccess() {
+			close(stop)
+			t.Fatalf("decision %d refused the pod: %v", i, s.Message())
+		}
+	}
+	close(stop)
+	if n := <-flipped; n < 10 {
+		t.Fatalf("only %d reloads happened during the decisions: the test proves nothing", n)
 	}
 }

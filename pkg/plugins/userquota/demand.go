@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -120,18 +119,4 @@ func (p *pendingPods) byQueue(request func(*v1.Pod) (ugm.Request, error), charge
 		out[pp.req.Queue] = v
 	}
 	return out
-}
-
-// elasticPartition reports whether any queue or child template of p has
-// shares on.
-func elasticPartition(p *queueconfig.Partition) bool {
-	found := false
-	if p != nil {
-		p.Walk(func(q *queueconfig.Queue) {
-			if q.Sharing.Elastic || q.ChildTemplate != nil && q.ChildTemplate.Sharing.Elastic {
-				found = true
-			}
-		})
-	}
-	return found
 }

@@ -63,9 +63,6 @@ type Plugin struct {
 	ledger  *ledger.Ledger
 	ugm     *ugm.Manager
 
-	// config is the last valid queue config (nil: none yet, no limits).
-	config atomic.Pointer[queueconfig.Config]
-
 	podsSynced func() bool
 
 	mu      sync.Mutex
@@ -77,11 +74,9 @@ type Plugin struct {
 	// recorded, so PreFilter activates the pod itself.
 	frees atomic.Uint64
 
-	// Elastic quotas (shares.go): elastic is true when the config in force
-	// has shares on; pending and capacity feed the recompute, which
-	// sharesKick wakes and sharesMu serializes; scaled is what the last
-	// recompute reported as scaled down (under sharesMu).
-	elastic    atomic.Bool
+	// Elastic quotas (shares.go): pending and capacity feed the recompute,
+	// which sharesKick wakes and sharesMu serializes; scaled is what the
+	// last recompute reported as scaled down (under sharesMu).
 	pending    *pendingPods
 	capacity   *capacity
 	sharesKick chan struct{}
@@ -170,15 +165,13 @@ func (pl *Plugin) Ledger() *ledger.Ledger { return pl.ledger }
 func (pl *Plugin) Shares() *shares.Table { return pl.ugm.Shares() }
 
 // Config returns the queue config in force, or nil.
-func (pl *Plugin) Config() *queueconfig.Config { return pl.config.Load() }
+func (pl *Plugin) Config() *queueconfig.Config { return pl.ugm.InForce().Config }
 
 // partition returns the partition in force, or nil.
-func (pl *Plugin) partition() *queueconfig.Partition {
-	if c := pl.config.Load(); c != nil {
-		return c.Partition(pl.args.Partition)
-	}
-	return nil
-}
+func (pl *Plugin) partition() *queueconfig.Partition { return pl.ugm.InForce().Partition }
+
+// elastic reports whether the config in force has elastic queues.
+func (pl *Plugin) elastic() bool { return pl.ugm.InForce().Elastic }
 
 // PreFilter computes the pod's request and checks it against every limit,
 // committing nothing: when no node fits the framework never calls
@@ -194,28 +187,29 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	pl.ensureShares(ctx, logger)
 	frees := pl.frees.Load()
-	req, err := pl.podRequest(pod, pl.partition())
-	if err != nil {
-		return nil, pl.refuse(logger, pod, nil, err, frees)
-	}
-	err = pl.ledger.Check(&req)
-	if err != nil && pl.frees.Load() != frees {
+	// Placement and check against one config, even during a reload.
+	d := pl.ugm.Decide(pl.placer(pod), true)
+	if d.Err != nil && d.Placed && pl.frees.Load() != frees {
 		// Room was freed while deciding: decide again, once, rather than
 		// refuse and wait for the activation.
 		frees = pl.frees.Load()
-		err = pl.ledger.Check(&req)
+		d = pl.ugm.Decide(pl.placer(pod), true)
 	}
+	if d.Err != nil && !d.Placed {
+		return nil, pl.refuse(logger, pod, nil, d.Err, frees)
+	}
+	req, err := d.Request, d.Err
 	if err != nil {
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
-		if blocked := pl.reclaimable(&req, err); len(blocked) > 0 {
+		if len(d.Blocked) > 0 {
 			// Unschedulable, not Unresolvable: the PostFilter may make room
 			// by taking back what other queues borrowed.
-			state.Write(stateKey, &preFilterState{req: req, blocked: blocked})
+			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked})
 			return nil, pl.refuseWith(fwk.Unschedulable, logger, pod, &req, err, frees)
 		}
 		return nil, pl.refuse(logger, pod, &req, err, frees)
 	}
-	if pl.elastic.Load() && pl.pending.setUserBound(pod.UID, false) {
+	if d.Elastic && pl.pending.setUserBound(pod.UID, false) {
 		pl.kickShares()
 	}
 	state.Write(stateKey, &preFilterState{req: req})
@@ -236,7 +230,7 @@ func (pl *Plugin) refuseWith(code fwk.Code, logger klog.Logger, pod *v1.Pod, req
 	// demand until a later decision says otherwise.
 	var r *ugm.Refusal
 	userBound := errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup)
-	if pl.elastic.Load() && pl.pending.setUserBound(pod.UID, userBound) {
+	if pl.elastic() && pl.pending.setUserBound(pod.UID, userBound) {
 		pl.kickShares()
 	}
 	if pl.frees.Load() != frees {

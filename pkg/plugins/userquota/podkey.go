@@ -23,7 +23,10 @@ import (
 // submit ACLs must let the user in. The queue comes back as a full path
 // (with Create set when the rule that chose it may create it); an error
 // names what is wrong with the pod or why it may not go anywhere.
-func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
+//
+// queues answers placement for the queues ugm holds outside the config:
+// pl.queues(), or the view ugm.Decide hands its Placer.
+func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition, queues placement.Queues) (ugm.Request, error) {
 	var req ugm.Request
 	if pl.args.RequireUserInfo && !hasUserInfo(pod) {
 		return req, errNoUserInfo
@@ -32,7 +35,7 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Reque
 	if err != nil {
 		return req, err
 	}
-	placed, err := pl.placePod(pod, cfg, user, groups, placement.Options{})
+	placed, err := pl.placePod(pod, cfg, queues, user, groups, placement.Options{})
 	if err != nil {
 		return req, err
 	}
@@ -42,6 +45,21 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Reque
 	}
 	return ugm.Request{User: user, Groups: groups, Queue: placed.Queue, Create: placed.Create, App: podApp(pod), Resources: res,
 		NonPreemptible: !podPreemptible(pod)}, nil
+}
+
+// placer decides pod against the config ugm has in force (ugm.Decide).
+func (pl *Plugin) placer(pod *v1.Pod) ugm.Placer {
+	return func(in *ugm.InForce, queues ugm.Queues) (ugm.Request, error) {
+		return pl.podRequest(pod, in.Partition, queues)
+	}
+}
+
+// queues is ugm as placement's view of the queues outside the config.
+func (pl *Plugin) queues() placement.Queues {
+	if pl.ugm == nil {
+		return nil
+	}
+	return pl.ugm
 }
 
 // podPreemptible reports whether the pod may be preempted: unless its
@@ -88,7 +106,7 @@ func podUser(pod *v1.Pod, defaultUser string) (string, []string, error) {
 // without rules, the named queue resolved against the config (root.NAME if
 // that exists, else the one leaf called NAME), else the defaultQueue arg.
 // Queues created by rules, known to ugm, count as existing.
-func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, user string, groups []string, opts placement.Options) (placement.Result, error) {
+func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, queues placement.Queues, user string, groups []string, opts placement.Options) (placement.Result, error) {
 	name, from := podNamedQueue(pod)
 	in := &placement.Input{
 		User:        user,
@@ -98,10 +116,6 @@ func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, user string,
 		Annotations: pod.Annotations,
 		Queue:       name,
 		QueueFrom:   from,
-	}
-	var queues placement.Queues
-	if pl.ugm != nil {
-		queues = pl.ugm
 	}
 	placed, err := placement.For(cfg, pl.args.DefaultQueue).Place(in, queues, opts)
 	var re *queueconfig.ResolveError

@@ -44,7 +44,7 @@ type got struct {
 
 func requestOf(t *testing.T, pl *Plugin, pod *v1.Pod, cfg *queueconfig.Partition) (got, error) {
 	t.Helper()
-	req, err := pl.podRequest(pod, cfg)
+	req, err := pl.podRequest(pod, cfg, pl.queues())
 	if err != nil {
 		return got{}, err
 	}

@@ -125,7 +125,7 @@ func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) 
 // placement puts it without ACLs, else to the defaults, loudly.
 func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
 	cfg := pl.partition()
-	req, err := pl.podRequest(pod, cfg)
+	req, err := pl.podRequest(pod, cfg, pl.queues())
 	if err == nil {
 		return req
 	}
@@ -134,7 +134,7 @@ func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
 		user, groups = pl.args.DefaultUser, nil
 	}
 	queue, create := pl.args.DefaultQueue, false
-	if placed, perr := pl.placePod(pod, cfg, user, groups, placement.Options{SkipACL: true}); perr == nil {
+	if placed, perr := pl.placePod(pod, cfg, pl.queues(), user, groups, placement.Options{SkipACL: true}); perr == nil {
 		queue, create = placed.Queue, placed.Create
 	}
 	res, rerr := podResources(pod)

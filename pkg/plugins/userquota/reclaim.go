@@ -2,7 +2,6 @@ package userquota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -296,21 +295,6 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	return result, status
 }
 
-// reclaimable returns, for a pod the check refused, the queues above its
-// own whose share it needs room in when that is all that stands in its
-// way (ugm.CheckReclaim); nil otherwise.
-func (pl *Plugin) reclaimable(req *ugm.Request, err error) []string {
-	var r *ugm.Refusal
-	if !pl.elastic.Load() || !errors.As(err, &r) || r.Limit != ugm.LimitShare || r.Queue == req.Queue {
-		return nil
-	}
-	blocked, err := pl.ugm.CheckReclaim(req)
-	if err != nil {
-		return nil
-	}
-	return blocked
-}
-
 // newReclaimState computes what the preemptor may take. The reason is not
 // "" when it may not preempt at all.
 func (pl *Plugin) newReclaimState(pod *v1.Pod, req ugm.Request, blocked []string, cfg *queueconfig.Partition, pol queuePolicy) (*reclaimState, string) {
@@ -321,7 +305,7 @@ func (pl *Plugin) newReclaimState(pod *v1.Pod, req ugm.Request, blocked []string
 		fenceOf:  func(q string) string { return fenceFor(cfg, q) },
 	}
 	eq := pl.ugm.ElasticQueues()
-	if eq == nil || !pl.elastic.Load() {
+	if eq == nil || !pl.elastic() {
 		return rs, ""
 	}
 	rs.queues = make(map[string]*queueUse, len(eq))
@@ -424,7 +408,7 @@ func (pl *Plugin) nominatedInQueue(pod *v1.Pod, queue string, cfg *queueconfig.P
 			if _, charged := pl.ledger.Get(string(p.UID)); charged {
 				continue
 			}
-			req, err := pl.podRequest(p, cfg)
+			req, err := pl.podRequest(p, cfg, pl.queues())
 			if err != nil || req.Queue != queue || !sum.CanAdd(req.Resources) {
 				continue
 			}

@@ -182,7 +182,7 @@ func (pl *Plugin) hintRelated(pod, other *v1.Pod) fwk.QueueingHint {
 		// Not refused by us (or already activated): nothing for us to say.
 		return fwk.QueueSkip
 	}
-	req, err := pl.podRequest(other, pl.partition())
+	req, err := pl.podRequest(other, pl.partition(), pl.queues())
 	if err != nil || !mayAdmit(rp.reason, req) {
 		return fwk.QueueSkip
 	}

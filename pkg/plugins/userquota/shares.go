@@ -27,7 +27,7 @@ const ReasonSharesScaled = "GuaranteedScaledDown"
 
 // kickShares asks for a share recompute (a no-op without elastic queues).
 func (pl *Plugin) kickShares() {
-	if !pl.elastic.Load() {
+	if !pl.elastic() {
 		return
 	}
 	select {
@@ -64,7 +64,7 @@ func (pl *Plugin) runShares(ctx context.Context) {
 // is in force yet: no pod is decided on a table computed from partial
 // state at start-up. PreFilter calls it after the pod handler synced.
 func (pl *Plugin) ensureShares(ctx context.Context, logger klog.Logger) {
-	if !pl.elastic.Load() || pl.sharesSynced.Load() && pl.ugm.Shares() != nil {
+	if !pl.elastic() || pl.sharesSynced.Load() && pl.ugm.Shares() != nil {
 		return
 	}
 	if pl.capacitySynced != nil && !pl.capacitySynced() {
@@ -81,7 +81,7 @@ func (pl *Plugin) ensureShares(ctx context.Context, logger klog.Logger) {
 func (pl *Plugin) recomputeShares(logger klog.Logger) {
 	pl.sharesMu.Lock()
 	defer pl.sharesMu.Unlock()
-	if !pl.elastic.Load() {
+	if !pl.elastic() {
 		pl.ugm.SetShares(nil)
 		return
 	}
@@ -109,7 +109,7 @@ func (pl *Plugin) recomputeShares(logger klog.Logger) {
 // the share computation counts it (the REST queues endpoint shows it).
 func (pl *Plugin) pendingByQueue() map[string]resources.Vector {
 	cfg := pl.partition()
-	return pl.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return pl.podRequest(pod, cfg) },
+	return pl.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return pl.podRequest(pod, cfg, pl.queues()) },
 		func(uid types.UID) bool { _, live := pl.ledger.Get(string(uid)); return live })
 }
 
