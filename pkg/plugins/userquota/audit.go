@@ -2,14 +2,17 @@ package userquota
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/metrics"
 )
 
@@ -22,12 +25,42 @@ import (
 // increases_total with source "audit"), so a non-zero count is a bug report.
 const auditEvery = 10 * time.Second
 
-// runAudit audits every auditEvery until ctx ends.
-func (pl *Plugin) runAudit(ctx context.Context) {
+// accounts is the pod accounting the audit compares and repairs through:
+// the plugin's informer side (pods.go).
+type accounts interface {
+	// charged lists the UIDs of the pods holding a charge; isCharged
+	// looks one up.
+	charged() []string
+	isCharged(uid types.UID) bool
+	// ours tells this scheduler's pods; finished those whose charge must
+	// be gone.
+	ours(*v1.Pod) bool
+	finished(*v1.Pod) bool
+	// releaseCharge and chargeRunning are the handler's own repairs,
+	// counted under source.
+	releaseCharge(logger klog.Logger, uid types.UID, source string) (ledger.Charge, bool)
+	chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool
+}
+
+// auditor compares the ledger with the pod informer's store and repairs
+// what a lost handler event would leave. Its lock makes audits run one at
+// a time and guards the suspects; it is taken before any other lock.
+type auditor struct {
+	accounts accounts
+	pods     corelisters.PodLister
+	synced   func() bool
+
+	mu sync.Mutex
+	// suspects are the differences the last audit saw.
+	suspects map[string]bool
+}
+
+// run audits every auditEvery until ctx ends, once the pods are synced.
+func (a *auditor) run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	wait.UntilWithContext(ctx, func(context.Context) {
-		if pl.podsSynced() {
-			pl.audit(logger)
+		if a.synced() {
+			a.audit(logger)
 		}
 	}, auditEvery)
 }
@@ -40,36 +73,34 @@ func (pl *Plugin) runAudit(ctx context.Context) {
 // reads the ledger before the store: a charge taken after that (a Reserve)
 // is not judged on an older list. Releasing and charging are idempotent
 // with the handler's own events, and a pod charged here is looked up again
-// afterwards and released if it went meanwhile. Audits run one at a time
-// (auditMu, taken before any other lock).
-func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
-	pl.auditMu.Lock()
-	defer pl.auditMu.Unlock()
-	seen := pl.auditSuspects
+// afterwards and released if it went meanwhile.
+func (a *auditor) audit(logger klog.Logger) (released, charged int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := a.suspects
 	suspects := map[string]bool{}
-	defer func() { pl.auditSuspects = suspects }()
-	charges := pl.ledger.Pods()
-	lister := pl.handle.SharedInformerFactory().Core().V1().Pods().Lister()
-	pods, err := lister.List(labels.Everything())
+	defer func() { a.suspects = suspects }()
+	charges := a.accounts.charged()
+	pods, err := a.pods.List(labels.Everything())
 	if err != nil {
 		logger.Error(err, "Audit: listing pods from the informer")
 		return 0, 0
 	}
 	byUID := make(map[types.UID]*v1.Pod, len(pods))
 	for _, p := range pods {
-		if pl.ours(p) {
+		if a.accounts.ours(p) {
 			byUID[p.UID] = p
 		}
 	}
 	for _, uid := range charges {
-		if p, ok := byUID[types.UID(uid)]; ok && !pl.finished(p) {
+		if p, ok := byUID[types.UID(uid)]; ok && !a.accounts.finished(p) {
 			continue
 		}
 		if !seen["gone/"+uid] {
 			suspects["gone/"+uid] = true
 			continue
 		}
-		c, ok := pl.releaseCharge(logger, types.UID(uid), metrics.SourceAudit)
+		c, ok := a.accounts.releaseCharge(logger, types.UID(uid), metrics.SourceAudit)
 		if !ok {
 			continue // released meanwhile by its own event
 		}
@@ -78,32 +109,22 @@ func (pl *Plugin) audit(logger klog.Logger) (released, charged int) {
 			"podUID", uid, "user", c.Request.User, "queue", c.Request.Queue, "application", c.Request.App.String())
 	}
 	for uid, p := range byUID {
-		if p.Spec.NodeName == "" || pl.finished(p) {
-			continue
-		}
-		if _, live := pl.ledger.Get(string(uid)); live {
+		if p.Spec.NodeName == "" || a.accounts.finished(p) || a.accounts.isCharged(uid) {
 			continue
 		}
 		if !seen["uncharged/"+string(uid)] {
 			suspects["uncharged/"+string(uid)] = true
 			continue
 		}
-		if !pl.chargeRunning(logger, p, metrics.SourceAudit) {
+		if !a.accounts.chargeRunning(logger, p, metrics.SourceAudit) {
 			continue // charged meanwhile by its own event, or not chargeable (logged)
 		}
 		charged++
 		logger.Error(nil, "Audit: charged a bound pod no informer event had charged", "pod", klog.KObj(p))
 		// Gone meanwhile? Its delete event may have come before the charge.
-		if now, err := lister.Pods(p.Namespace).Get(p.Name); err != nil || now.UID != uid || pl.finished(now) {
-			pl.release(logger, p)
+		if now, err := a.pods.Pods(p.Namespace).Get(p.Name); err != nil || now.UID != uid || a.accounts.finished(now) {
+			a.accounts.releaseCharge(logger, p.UID, metrics.SourceRelease)
 		}
 	}
 	return released, charged
-}
-
-// finished reports whether a bound pod's charge must be gone: it ended,
-// or it is terminating and releaseOnTerminating is set (onPod's rule).
-func (pl *Plugin) finished(p *v1.Pod) bool {
-	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed ||
-		p.DeletionTimestamp != nil && pl.args.ReleaseOnTerminating
 }

@@ -88,10 +88,10 @@ func TestAudit(t *testing.T) {
 			e.barrier()
 			// The first audit only notes what differs (it may be an event
 			// on its way); the second repairs what still does.
-			if r, c := e.pl.audit(klog.Background()); r != 0 || c != 0 {
+			if r, c := e.pl.audit.audit(klog.Background()); r != 0 || c != 0 {
 				t.Errorf("first audit released %d and charged %d, want nothing yet", r, c)
 			}
-			released, charged := e.pl.audit(klog.Background())
+			released, charged := e.pl.audit.audit(klog.Background())
 			if released != tc.released || charged != tc.charged {
 				t.Errorf("audit released %d and charged %d, want %d and %d", released, charged, tc.released, tc.charged)
 			}
@@ -99,7 +99,7 @@ func TestAudit(t *testing.T) {
 				t.Errorf("usage after the audit (-want,+got):\n%s", diff)
 			}
 			// A second audit finds nothing left.
-			if r, c := e.pl.audit(klog.Background()); r != 0 || c != 0 {
+			if r, c := e.pl.audit.audit(klog.Background()); r != 0 || c != 0 {
 				t.Errorf("second audit released %d and charged %d, want nothing", r, c)
 			}
 		})
@@ -119,11 +119,11 @@ func TestAuditWaitsForEventsOnTheirWay(t *testing.T) {
 	if _, ok, _ := e.pl.ledger.Release("uid-p1"); !ok {
 		t.Fatal("p1 was not charged")
 	}
-	if r, c := e.pl.audit(klog.Background()); r != 0 || c != 0 {
+	if r, c := e.pl.audit.audit(klog.Background()); r != 0 || c != 0 {
 		t.Fatalf("first audit released %d and charged %d, want nothing", r, c)
 	}
 	e.storeDelete(bound) // the delete lands in the store too
-	if r, c := e.pl.audit(klog.Background()); r != 0 || c != 0 {
+	if r, c := e.pl.audit.audit(klog.Background()); r != 0 || c != 0 {
 		t.Errorf("second audit released %d and charged %d, want nothing: the difference went away", r, c)
 	}
 	if diff := cmp.Diff(emptyUsage(), snapshot(e.pl)); diff != "" {

@@ -5,8 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/resources"
 )
@@ -132,64 +130,4 @@ func (c *capacity) total() resources.Limit {
 		out[id.Name()] = sum.Get(id)
 	}
 	return resources.NewLimit(out)
-}
-
-// startCapacity feeds the capacity from the scheduler's node and pod
-// informers; every change asks for a share recompute.
-func (pl *Plugin) startCapacity() error {
-	f := pl.handle.SharedInformerFactory()
-	logger := klog.Background().WithName(Name)
-	nodes, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { pl.onNode(obj) },
-		UpdateFunc: func(_, obj interface{}) { pl.onNode(obj) },
-		DeleteFunc: func(obj interface{}) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if n, ok := obj.(*v1.Node); ok && pl.capacity.deleteNode(n.Name) {
-				pl.kickShares()
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	pods, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    pl.onForeignPod,
-		UpdateFunc: pl.onForeignPodUpdate,
-		DeleteFunc: pl.onForeignPodDelete,
-	})
-	if err != nil {
-		return err
-	}
-	pl.capacitySynced = func() bool { return nodes.HasSynced() && pods.HasSynced() }
-	logger.V(4).Info("Capacity tracking started")
-	return nil
-}
-
-func (pl *Plugin) onNode(obj interface{}) {
-	if n, ok := obj.(*v1.Node); ok && pl.capacity.setNode(n) {
-		pl.kickShares()
-	}
-}
-
-// onForeignPodUpdate: an update whose sides are different pods (same
-// name, see onPodUpdate) removes the old one first.
-func (pl *Plugin) onForeignPodUpdate(old, obj interface{}) {
-	if replacedPod(old, obj) {
-		pl.onForeignPodDelete(old)
-	}
-	pl.onForeignPod(obj)
-}
-
-func (pl *Plugin) onForeignPodDelete(obj interface{}) {
-	if pod, ok := podFromObj(obj); ok && !pl.ours(pod) && pl.capacity.deleteForeign(pod.UID) {
-		pl.kickShares()
-	}
-}
-
-func (pl *Plugin) onForeignPod(obj interface{}) {
-	if pod, ok := obj.(*v1.Pod); ok && !pl.ours(pod) && pl.capacity.setForeign(pod) {
-		pl.kickShares()
-	}
 }

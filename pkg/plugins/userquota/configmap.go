@@ -87,18 +87,14 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 		return
 	}
 	metrics.RecordConfigReload(metrics.ResultApplied)
-	pl.pending.invalidate()
-	if !pl.elastic() {
-		pl.ugm.SetShares(nil)
-	}
 	// Shares follow the new config before the refused pods are retried.
-	pl.recomputeShares(logger)
+	pl.elastic.configChanged(logger)
 	logger.Info("Queue config in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion, "checksum", cfg.Checksum[:12])
 	for _, n := range cfg.Notices {
 		logger.Info("Queue config notice", "notice", n)
 	}
 	pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeNormal, ReasonConfigApplied, "LoadConfig", "queue config %s in force", cfg.Checksum[:12])
-	pl.activateAll(logger)
+	pl.requeue.configChanged(logger)
 }
 
 func (pl *Plugin) parseConfigMap(cm *v1.ConfigMap) (*queueconfig.Config, error) {

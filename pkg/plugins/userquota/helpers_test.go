@@ -32,6 +32,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/podmeta"
@@ -96,6 +97,9 @@ type envOptions struct {
 	noStart bool
 	// reactors are prepended to the fake clientset before anything runs.
 	reactors func(cs *fake.Clientset)
+	// clock times requeues, preemption delays and the share debounce
+	// (nil: the real clock).
+	clock clock.WithTickerAndDelayedExecution
 }
 
 // env is one plugin on the real framework runtime over a fake clientset:
@@ -168,12 +172,16 @@ func newEnv(t *testing.T, o envOptions) *env {
 		a.RESTAddress = ptr.To("")
 	}
 	args := &a
+	var c clock.WithTickerAndDelayedExecution = clock.RealClock{}
+	if o.clock != nil {
+		c = o.clock
+	}
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := New(ctx, args, h)
+		p, err := newPlugin(ctx, args, h, c)
 		if err != nil {
 			return nil, err
 		}
-		e.pl = p.(*Plugin)
+		e.pl = p
 		return p, nil
 	}
 	fh, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{

@@ -33,7 +33,18 @@ func (pl *Plugin) startPodHandler() error {
 	return nil
 }
 
+// ours reports whether pod is this scheduler profile's.
 func (pl *Plugin) ours(pod *v1.Pod) bool { return pod.Spec.SchedulerName == pl.profile }
+
+// finished reports whether a bound pod's charge must be gone: it ended,
+// or it is terminating and releaseOnTerminating is set (onPod's rule).
+func (pl *Plugin) finished(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed ||
+		p.DeletionTimestamp != nil && pl.args.ReleaseOnTerminating
+}
+
+// charged lists the UIDs of the pods holding a charge (accounts).
+func (pl *Plugin) charged() []string { return pl.ledger.Pods() }
 
 // onPodUpdate follows a pod from old to obj. When a relist finds a pod
 // deleted and created again under the same name (a StatefulSet pod, a pod
@@ -62,9 +73,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	if !ok || !pl.ours(pod) {
 		return
 	}
-	if pl.pending.update(pod) {
-		pl.kickShares()
-	}
+	pl.elastic.podChanged(pod)
 	if pod.Spec.NodeName == "" {
 		return
 	}
@@ -92,7 +101,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 			logger.Error(err, "Charging a pod resize", "pod", klog.KObj(pod))
 		}
 		if shrank(c.Request.Resources, res) {
-			pl.activateFor(logger, c.Request)
+			pl.requeue.released(logger, c.Request)
 		}
 		return
 	}
@@ -104,13 +113,12 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 // chargeRunning charges a bound pod without a limit check, counted under
 // source; false when it was charged already or could not be (logged).
 func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool {
-	uid := string(pod.UID)
-	defer pl.forget(uid)
-	err := pl.ledger.ForceAllocate(uid, pl.boundPodRequest(logger, pod))
+	defer pl.requeue.forget(pod.UID)
+	err := pl.ledger.ForceAllocate(string(pod.UID), pl.boundPodRequest(logger, pod))
 	switch {
 	case err == nil:
 		metrics.RecordIncrease(source)
-		pl.kickShares()
+		pl.elastic.recomputeSoon()
 		return true
 	case !errors.Is(err, ledger.ErrAlreadyAllocated):
 		logger.Error(err, "Could not charge a running pod", "pod", klog.KObj(pod))
@@ -150,11 +158,9 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 	if !ok || !pl.ours(pod) {
 		return
 	}
-	pl.forget(string(pod.UID))
+	pl.requeue.forget(pod.UID)
 	pl.reclaim.forget(pod.UID)
-	if pl.pending.remove(pod.UID) {
-		pl.kickShares()
-	}
+	pl.elastic.podGone(pod.UID)
 	pl.release(logger, pod)
 }
 
@@ -181,8 +187,8 @@ func (pl *Plugin) releaseCharge(logger klog.Logger, uid types.UID, source string
 		return c, false
 	}
 	metrics.RecordDecrease(source)
-	pl.activateFor(logger, c.Request)
-	pl.kickShares()
+	pl.requeue.released(logger, c.Request)
+	pl.elastic.recomputeSoon()
 	return c, true
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+	"k8s.io/utils/clock"
 
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -53,6 +54,9 @@ const (
 // reclaimBook is the plugin's preemption bookkeeping. Its lock is taken
 // alone: never while calling the ledger, ugm or the framework.
 type reclaimBook struct {
+	clock    clock.WithDelayedExecution
+	activate activateFunc
+
 	mu sync.Mutex
 	// leaving: pods preempted or terminating that are still charged; their
 	// usage is on its way out and is not counted when deciding how much a
@@ -66,7 +70,7 @@ type reclaimBook struct {
 	// PodScheduled condition does not say so yet.
 	refusedSince map[types.UID]time.Time
 	// timers activate a pod when its preemption delay is over.
-	timers map[types.UID]*time.Timer
+	timers map[types.UID]clock.Timer
 	// runs: the preemptions in progress, by preemptor.
 	runs map[types.UID]*preemptRun
 }
@@ -84,12 +88,14 @@ type victimRecord struct {
 	key, queue, reason string
 }
 
-func newReclaimBook() *reclaimBook {
+func newReclaimBook(c clock.WithDelayedExecution, activate activateFunc) *reclaimBook {
 	return &reclaimBook{
+		clock:        c,
+		activate:     activate,
 		leaving:      map[types.UID]ugm.Request{},
 		waiters:      map[types.UID]*v1.Pod{},
 		refusedSince: map[types.UID]time.Time{},
-		timers:       map[types.UID]*time.Timer{},
+		timers:       map[types.UID]clock.Timer{},
 		runs:         map[types.UID]*preemptRun{},
 	}
 }
@@ -165,32 +171,12 @@ func (b *reclaimBook) takeWaiters() map[string]*v1.Pod {
 	return out
 }
 
-func (b *reclaimBook) start(uid types.UID, rs *reclaimState) *preemptRun {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r := &preemptRun{rs: rs}
-	b.runs[uid] = r
-	return r
-}
-
-func (b *reclaimBook) run(uid types.UID) *preemptRun {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.runs[uid]
-}
-
-func (b *reclaimBook) done(uid types.UID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.runs, uid)
-}
-
 // activateWaiters sends the pods that found no victims back to the active
 // queue: the shares changed, so a queue may now be over its share.
-func (pl *Plugin) activateWaiters(logger klog.Logger) {
-	if pods := pl.reclaim.takeWaiters(); len(pods) > 0 {
+func (b *reclaimBook) activateWaiters(logger klog.Logger) {
+	if pods := b.takeWaiters(); len(pods) > 0 {
 		logger.V(4).Info("Activating pods waiting for a queue over its share", "count", len(pods))
-		pl.handle.Activate(logger, pods)
+		b.activate(logger, pods)
 	}
 }
 
@@ -198,12 +184,11 @@ func (pl *Plugin) activateWaiters(logger klog.Logger) {
 // still to wait, and makes sure it is activated then. The delay runs from
 // the pod's first refusal: its PodScheduled=False condition, or the first
 // PostFilter that saw it when the condition is not written yet.
-func (pl *Plugin) delayLeft(logger klog.Logger, pod *v1.Pod, delay time.Duration) time.Duration {
+func (b *reclaimBook) delayLeft(logger klog.Logger, pod *v1.Pod, delay time.Duration) time.Duration {
 	if delay <= 0 {
 		return 0
 	}
-	now := time.Now()
-	b := pl.reclaim
+	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	since, ok := b.refusedSince[pod.UID]
@@ -223,15 +208,35 @@ func (pl *Plugin) delayLeft(logger klog.Logger, pod *v1.Pod, delay time.Duration
 	if b.timers[pod.UID] == nil {
 		key := pod.Namespace + "/" + pod.Name
 		uid := pod.UID
-		b.timers[pod.UID] = time.AfterFunc(left, func() {
+		b.timers[pod.UID] = b.clock.AfterFunc(left, func() {
 			b.mu.Lock()
 			delete(b.timers, uid)
 			b.mu.Unlock()
 			logger.V(4).Info("Preemption delay over: activating the pod", "pod", key)
-			pl.handle.Activate(logger, map[string]*v1.Pod{key: pod})
+			b.activate(logger, map[string]*v1.Pod{key: pod})
 		})
 	}
 	return left
+}
+
+func (b *reclaimBook) start(uid types.UID, rs *reclaimState) *preemptRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := &preemptRun{rs: rs}
+	b.runs[uid] = r
+	return r
+}
+
+func (b *reclaimBook) run(uid types.UID) *preemptRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.runs[uid]
+}
+
+func (b *reclaimBook) done(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.runs, uid)
 }
 
 // reclaimer is UserQuota's preemption.Interface.
@@ -265,7 +270,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	if pol.disabledBy != "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: not eligible: preemption.policy of queue %s is disabled", pol.disabledBy))
 	}
-	if left := pl.delayLeft(logger, pod, pol.delay); left > 0 {
+	if left := pl.reclaim.delayLeft(logger, pod, pol.delay); left > 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: not eligible yet: queue %s sets preemption.delay %s (%s left)",
 			pol.delayFrom, pol.delay, left.Round(time.Second)))
 	}
@@ -305,7 +310,7 @@ func (pl *Plugin) newReclaimState(pod *v1.Pod, req ugm.Request, blocked []string
 		fenceOf:  func(q string) string { return fenceFor(cfg, q) },
 	}
 	eq := pl.ugm.ElasticQueues()
-	if eq == nil || !pl.elastic() {
+	if eq == nil || !pl.ugm.InForce().Elastic {
 		return rs, ""
 	}
 	rs.queues = make(map[string]*queueUse, len(eq))

@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +46,8 @@ partitions:
 // TestPostFilterEligibility: which pods may preempt at all, and what the
 // pod's status says when it may not.
 func TestPostFilterEligibility(t *testing.T) {
-	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	clk := testingclock.NewFakeClock(time.Now())
+	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}, clock: clk})
 	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
 	postFilter := func(pod *v1.Pod) statusOf {
 		t.Helper()
@@ -84,6 +88,19 @@ func TestPostFilterEligibility(t *testing.T) {
 		if got := postFilter(pod); got != want {
 			t.Fatalf("PostFilter = %+v, want %+v", got, want)
 		}
+		activated := func() bool {
+			for _, k := range e.activator.activated() {
+				if k == "ns1/slow" {
+					return true
+				}
+			}
+			return false
+		}
+		clk.Step(time.Second - time.Millisecond)
+		if activated() {
+			t.Fatal("activated before its delay was over")
+		}
+		clk.Step(time.Millisecond)
 		e.waitFor("the pod to be activated when its delay is over", func() bool {
 			for _, k := range e.activator.activated() {
 				if k == "ns1/slow" {

@@ -1,23 +1,21 @@
 package userquota
 
 import (
-	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
 
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-// refusedPod is a pod this plugin turned away, with why, so that a release
-// or a config change can send exactly the pods it may admit back to the
-// active queue.
+// refusedPod is a pod this plugin turned away, with why.
 type refusedPod struct {
 	pod    *v1.Pod
 	req    *ugm.Request // nil when the pod itself was malformed
@@ -37,18 +35,59 @@ const (
 	reactivateAfter = 100 * time.Millisecond
 )
 
-// remember records a refusal (replacing an older one for the pod).
-func (pl *Plugin) remember(pod *v1.Pod, req *ugm.Request, reason error) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	pl.refused[string(pod.UID)] = &refusedPod{pod: pod, req: req, reason: reason, at: time.Now()}
+// activateFunc sends pods (by namespace/name) back to the active queue:
+// the framework handle's Activate.
+type activateFunc func(logger klog.Logger, pods map[string]*v1.Pod)
+
+// requeue is the book of the pods this plugin refused, so that a release
+// or a config change sends exactly the pods it may admit back to the
+// active queue. Its lock guards the book alone: it is never held while
+// calling the framework.
+type requeue struct {
+	clock    clock.WithDelayedExecution
+	activate activateFunc
+
+	// frees counts releases, config changes and share changes. A decision
+	// reads it before deciding: if it moved by the time a refusal is
+	// recorded, the activation that followed the free may have run before
+	// the pod was recorded, so the refusal activates the pod itself.
+	frees atomic.Uint64
+
+	mu      sync.Mutex
+	refused map[string]*refusedPod // by pod UID
+}
+
+func newRequeue(c clock.WithDelayedExecution, activate activateFunc) *requeue {
+	return &requeue{clock: c, activate: activate, refused: map[string]*refusedPod{}}
+}
+
+// freed returns the free counter, to compare after a decision.
+func (r *requeue) freed() uint64 { return r.frees.Load() }
+
+// refuse records a refusal (replacing an older one for the pod). frees is
+// the counter read before the decision: when room was freed since, the pod
+// is activated at once.
+func (r *requeue) refuse(logger klog.Logger, pod *v1.Pod, req *ugm.Request, reason error, frees uint64) {
+	r.mu.Lock()
+	r.refused[string(pod.UID)] = &refusedPod{pod: pod, req: req, reason: reason, at: r.clock.Now()}
+	r.mu.Unlock()
+	if r.frees.Load() != frees {
+		r.activateMatching(logger, func(rp *refusedPod) bool { return rp.pod.UID == pod.UID })
+	}
 }
 
 // forget drops a pod that was admitted or went away.
-func (pl *Plugin) forget(uid string) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	delete(pl.refused, uid)
+func (r *requeue) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.refused, string(uid))
+}
+
+// refusal returns what a refused pod was refused for, if it was.
+func (r *requeue) refusal(uid types.UID) *refusedPod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused[string(uid)]
 }
 
 // mayAdmit reports whether releasing released can make room for a pod
@@ -83,29 +122,41 @@ func mayAdmit(reason error, released ugm.Request) bool {
 	return false
 }
 
-// activateFor moves the refused pods that the release of released may
-// admit back to the active queue. Call it after the release is done.
-func (pl *Plugin) activateFor(logger klog.Logger, released ugm.Request) {
-	pl.frees.Add(1)
-	pl.activate(logger, func(rp *refusedPod) bool { return mayAdmit(rp.reason, released) })
+// released activates the refused pods that the release of released may
+// admit. Call it after the release is done.
+func (r *requeue) released(logger klog.Logger, released ugm.Request) {
+	r.frees.Add(1)
+	r.activateMatching(logger, func(rp *refusedPod) bool { return mayAdmit(rp.reason, released) })
 }
 
-// activateAll moves every refused pod back (a new config may admit any).
-func (pl *Plugin) activateAll(logger klog.Logger) {
-	pl.frees.Add(1)
-	pl.activate(logger, func(*refusedPod) bool { return true })
+// configChanged activates every refused pod: a new config may admit any.
+func (r *requeue) configChanged(logger klog.Logger) {
+	r.frees.Add(1)
+	r.activateMatching(logger, func(*refusedPod) bool { return true })
 }
 
-func (pl *Plugin) activate(logger klog.Logger, match func(*refusedPod) bool) {
-	pl.mu.Lock()
+// sharesChanged activates the pods refused by a runtime share.
+func (r *requeue) sharesChanged(logger klog.Logger) {
+	r.frees.Add(1)
+	r.activateMatching(logger, func(rp *refusedPod) bool {
+		var ref *ugm.Refusal
+		return errors.As(rp.reason, &ref) && ref.Limit == ugm.LimitShare
+	})
+}
+
+// activateMatching takes the refused pods match selects out of the book
+// and activates them; those refused moments ago are activated again once
+// their cycle is surely over.
+func (r *requeue) activateMatching(logger klog.Logger, match func(*refusedPod) bool) {
+	r.mu.Lock()
 	pods := map[string]*v1.Pod{}
 	var recent map[string]*v1.Pod
-	now := time.Now()
-	for uid, rp := range pl.refused {
+	now := r.clock.Now()
+	for uid, rp := range r.refused {
 		if match(rp) {
 			key := rp.pod.Namespace + "/" + rp.pod.Name
 			pods[key] = rp.pod
-			delete(pl.refused, uid)
+			delete(r.refused, uid)
 			if now.Sub(rp.at) < inFlightWindow {
 				if recent == nil {
 					recent = map[string]*v1.Pod{}
@@ -114,89 +165,16 @@ func (pl *Plugin) activate(logger klog.Logger, match func(*refusedPod) bool) {
 			}
 		}
 	}
-	pl.mu.Unlock()
+	r.mu.Unlock()
 	if len(pods) == 0 {
 		return
 	}
 	logger.V(4).Info("Activating pods refused by quota", "count", len(pods))
-	pl.handle.Activate(logger, pods)
+	r.activate(logger, pods)
 	if recent != nil {
-		time.AfterFunc(reactivateAfter, func() {
+		r.clock.AfterFunc(reactivateAfter, func() {
 			logger.V(4).Info("Activating pods refused moments before, again", "count", len(recent))
-			pl.handle.Activate(logger, recent)
+			r.activate(logger, recent)
 		})
 	}
-}
-
-// refusal returns what a refused pod was refused for, if it was.
-func (pl *Plugin) refusal(uid types.UID) *refusedPod {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	return pl.refused[string(uid)]
-}
-
-// EventsToRegister declares what can admit a pod this plugin refused: a pod
-// of this scheduler going away or finishing (the scheduler sees both as
-// Pod/Delete), a running pod scaled down, or the refused pod's own labels
-// changing (its queue). The plugin's own handler releases usage first and
-// then activates the pods it may admit; these hints keep the framework's
-// view consistent and skip events that cannot help. Config changes come
-// from the plugin's own namespaced ConfigMap informer, not from here (a
-// ConfigMap event would make the scheduler watch ConfigMaps cluster-wide).
-func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: pl.hintPodReleased},
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodScaleDown | fwk.UpdatePodLabel}, QueueingHintFn: pl.hintPodUpdated},
-	}, nil
-}
-
-// hintPodReleased: a pod of ours that held a charge related to the refused
-// pod's reason went away.
-func (pl *Plugin) hintPodReleased(logger klog.Logger, pod *v1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
-	gone, ok := podFromObj(oldObj)
-	if !ok || gone.Spec.SchedulerName != pl.profile || gone.Spec.NodeName == "" {
-		return fwk.QueueSkip, nil
-	}
-	return pl.hintRelated(pod, gone), nil
-}
-
-// hintPodUpdated: the refused pod itself changed labels, or a running pod
-// of ours shrank.
-func (pl *Plugin) hintPodUpdated(logger klog.Logger, pod *v1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
-	updated, ok := podFromObj(newObj)
-	if !ok {
-		return fwk.QueueSkip, nil
-	}
-	if updated.UID == pod.UID {
-		return fwk.Queue, nil
-	}
-	if updated.Spec.SchedulerName != pl.profile || updated.Spec.NodeName == "" {
-		return fwk.QueueSkip, nil
-	}
-	return pl.hintRelated(pod, updated), nil
-}
-
-func (pl *Plugin) hintRelated(pod, other *v1.Pod) fwk.QueueingHint {
-	rp := pl.refusal(pod.UID)
-	if rp == nil {
-		// Not refused by us (or already activated): nothing for us to say.
-		return fwk.QueueSkip
-	}
-	req, err := pl.podRequest(other, pl.partition(), pl.queues())
-	if err != nil || !mayAdmit(rp.reason, req) {
-		return fwk.QueueSkip
-	}
-	return fwk.Queue
-}
-
-// podFromObj reads a pod from an informer object, tombstones included.
-func podFromObj(obj interface{}) (*v1.Pod, bool) {
-	switch o := obj.(type) {
-	case *v1.Pod:
-		return o, true
-	case cache.DeletedFinalStateUnknown:
-		p, ok := o.Obj.(*v1.Pod)
-		return p, ok
-	}
-	return nil, false
 }

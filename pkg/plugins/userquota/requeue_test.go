@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -139,7 +141,8 @@ func TestActivateAgainAfterTheCycle(t *testing.T) {
 		{"refused long before", -time.Minute, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, envOptions{config: perUserConfig})
+			clk := testingclock.NewFakeClock(time.Now())
+			e := newEnv(t, envOptions{config: perUserConfig, clock: clk})
 			held := userPod("sue-held", "sue", "", "sandbox", "2")
 			e.mustSchedule(held)
 			e.bind(held)
@@ -148,18 +151,31 @@ func TestActivateAgainAfterTheCycle(t *testing.T) {
 				t.Fatalf("PreFilter = %v, want a refusal", s)
 			}
 			e.barrier()
-			e.pl.mu.Lock()
-			e.pl.refused[string(waits.UID)].at = time.Now().Add(tc.refusedAt)
-			e.pl.mu.Unlock()
+			clk.Step(-tc.refusedAt)
 			e.activator.reset()
 			e.delete(held)
+			// The release and its activation ran in the handler of the
+			// delete: every event before the barrier's was handled.
+			e.barrier()
 			callsNow := func() [][]string {
 				e.activator.mu.Lock()
 				defer e.activator.mu.Unlock()
 				return append([][]string(nil), e.activator.calls...)
 			}
+			if n := len(callsNow()); n != 1 {
+				t.Fatalf("%d Activate calls at the release, want 1", n)
+			}
+			// A second activation is a timer: due reactivateAfter later,
+			// and only for a pod refused moments before.
+			if pending := clk.HasWaiters(); pending != (tc.wantCalls == 2) {
+				t.Fatalf("re-activation pending: %v, want %v", pending, tc.wantCalls == 2)
+			}
+			clk.Step(reactivateAfter - time.Millisecond)
+			if n := len(callsNow()); n != 1 {
+				t.Fatalf("%d Activate calls before reactivateAfter, want 1", n)
+			}
+			clk.Step(time.Millisecond)
 			e.waitFor(fmt.Sprintf("%d Activate calls", tc.wantCalls), func() bool { return len(callsNow()) >= tc.wantCalls })
-			time.Sleep(3 * reactivateAfter) // no further call comes
 			calls := callsNow()
 			if len(calls) != tc.wantCalls {
 				t.Fatalf("Activate calls %v, want %d", calls, tc.wantCalls)

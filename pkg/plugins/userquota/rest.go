@@ -49,7 +49,7 @@ func (pl *Plugin) startObservability(ctx context.Context) error {
 		Config:    pl.Config,
 		Leader:    leader,
 		Shares:    pl.ugm.Shares,
-		Pending:   pl.pendingByQueue,
+		Pending:   pl.elastic.pendingByQueue,
 	}
 	var tlsConfig *tls.Config
 	if pl.args.RESTAuthEnabled() {

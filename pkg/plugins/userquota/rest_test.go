@@ -149,7 +149,18 @@ func TestLeaderCheck(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases("kube-system").Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Our Lease changes after the other was created: once the check sees
+	// that change, it has seen everything before it, the other Lease
+	// included, had it been watched.
+	lease.Spec.HolderIdentity = ptr.To("marker-host_1")
+	if _, err := cs.CoordinationV1().Leases("userquota-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("our Lease changed after another namespace's was created", false, `held by "marker-host_1"`)
+	lease.Spec.HolderIdentity = ptr.To("")
+	if _, err := cs.CoordinationV1().Leases("userquota-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	expect("another namespace's Lease", false, "has no holder")
 
 	if err := cs.CoordinationV1().Leases("userquota-system").Delete(ctx, lease.Name, metav1.DeleteOptions{}); err != nil {

@@ -2,15 +2,20 @@ package userquota
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -25,92 +30,164 @@ const sharesDebounce = 100 * time.Millisecond
 // shares of a queue do not fit in its share (capacity was lost).
 const ReasonSharesScaled = "GuaranteedScaledDown"
 
-// kickShares asks for a share recompute (a no-op without elastic queues).
-func (pl *Plugin) kickShares() {
-	if !pl.elastic() {
+// elasticQuotas keeps the runtime shares of elastic queues in force
+// (docs/elastic.md): the cluster's capacity and the pending demand, fed
+// by informer handlers, and the debounced recompute that puts a new share
+// table in ugm. Without elastic queues in the config in force none of it
+// runs. Its lock serializes recomputes; under it the pending pods' lock
+// (which places pods, so ugm's read lock nests inside it), the capacity's
+// lock and ugm's are each taken, one after the other.
+type elasticQuotas struct {
+	ugm   *ugm.Manager
+	clock clock.Clock
+	// request works out a pending pod's request against a partition.
+	request func(*v1.Pod, *queueconfig.Partition) (ugm.Request, error)
+	// charged reports a pod reserved but not bound yet (usage holds it).
+	charged func(types.UID) bool
+	// changed is called after a recompute changed some runtime share.
+	changed func(klog.Logger)
+	// ours tells this scheduler's pods from those of others.
+	ours func(*v1.Pod) bool
+	// recorder and configMap: where a scaled-down guarantee is reported.
+	recorder  events.EventRecorder
+	configMap *v1.ObjectReference
+
+	pending  *pendingPods
+	capacity *capacity
+	kick     chan struct{}
+	// capacitySynced reports whether the capacity handlers saw every node
+	// and pod; synced that a table was computed after that.
+	capacitySynced func() bool
+	synced         atomic.Bool
+
+	mu sync.Mutex
+	// scaled is what the last recompute reported as scaled down.
+	scaled map[string]bool
+}
+
+func newElasticQuotas(m *ugm.Manager, c clock.Clock) *elasticQuotas {
+	return &elasticQuotas{
+		ugm:            m,
+		clock:          c,
+		pending:        newPendingPods(),
+		capacity:       newCapacity(),
+		kick:           make(chan struct{}, 1),
+		capacitySynced: func() bool { return true },
+	}
+}
+
+// on reports whether the config in force has elastic queues.
+func (e *elasticQuotas) on() bool { return e.ugm.InForce().Elastic }
+
+// recomputeSoon asks for a recompute (a no-op without elastic queues).
+func (e *elasticQuotas) recomputeSoon() {
+	if !e.on() {
 		return
 	}
 	select {
-	case pl.sharesKick <- struct{}{}:
+	case e.kick <- struct{}{}:
 	default:
 	}
 }
 
-// runShares recomputes the shares after changes, debounced, until ctx ends.
-func (pl *Plugin) runShares(ctx context.Context) {
+// podChanged follows one of our pods for the demand.
+func (e *elasticQuotas) podChanged(pod *v1.Pod) {
+	if e.pending.update(pod) {
+		e.recomputeSoon()
+	}
+}
+
+// podGone forgets one of our pods.
+func (e *elasticQuotas) podGone(uid types.UID) {
+	if e.pending.remove(uid) {
+		e.recomputeSoon()
+	}
+}
+
+// decided records whether a pod's last decision was a user or group
+// refusal (then it is no demand: it cannot use a share).
+func (e *elasticQuotas) decided(uid types.UID, userBound bool) {
+	if e.on() && e.pending.setUserBound(uid, userBound) {
+		e.recomputeSoon()
+	}
+}
+
+// run recomputes the shares after changes, debounced, until ctx ends.
+func (e *elasticQuotas) run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-pl.sharesKick:
+		case <-e.kick:
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(sharesDebounce):
+		case <-e.clock.After(sharesDebounce):
 		}
 		// Changes during the wait are in this recompute.
 		select {
-		case <-pl.sharesKick:
+		case <-e.kick:
 		default:
 		}
-		pl.recomputeShares(logger)
+		e.recompute(logger)
 	}
 }
 
-// ensureShares computes a table synchronously, once every running pod,
-// node and foreign pod has been seen, when shares are on and no such table
-// is in force yet: no pod is decided on a table computed from partial
-// state at start-up. PreFilter calls it after the pod handler synced.
-func (pl *Plugin) ensureShares(ctx context.Context, logger klog.Logger) {
-	if !pl.elastic() || pl.sharesSynced.Load() && pl.ugm.Shares() != nil {
+// ensure computes a table synchronously, once every running pod, node and
+// foreign pod has been seen, when shares are on and no such table is in
+// force yet: no pod is decided on a table computed from partial state at
+// start-up. PreFilter calls it after the pod handler synced.
+func (e *elasticQuotas) ensure(ctx context.Context, logger klog.Logger) {
+	if !e.on() || e.synced.Load() && e.ugm.Shares() != nil {
 		return
 	}
-	if pl.capacitySynced != nil && !pl.capacitySynced() {
-		cache.WaitForCacheSync(ctx.Done(), pl.capacitySynced)
+	if !e.capacitySynced() {
+		cache.WaitForCacheSync(ctx.Done(), e.capacitySynced)
 	}
-	pl.recomputeShares(logger)
-	pl.sharesSynced.Store(true)
+	e.recompute(logger)
+	e.synced.Store(true)
 }
 
-// recomputeShares computes the shares from the usage, the pending pods and
-// the capacity, puts them in force, and activates the pods refused by a
-// share when any share changed. Lock order: sharesMu, then the pending
-// pods' and the capacity's locks (released before ugm is read), then ugm.
-func (pl *Plugin) recomputeShares(logger klog.Logger) {
-	pl.sharesMu.Lock()
-	defer pl.sharesMu.Unlock()
-	if !pl.elastic() {
-		pl.ugm.SetShares(nil)
+// configChanged follows a new config: requests worked out under the old
+// one are stale, and shares are dropped or recomputed at once, before the
+// refused pods are retried.
+func (e *elasticQuotas) configChanged(logger klog.Logger) {
+	e.pending.invalidate()
+	if !e.on() {
+		e.ugm.SetShares(nil)
+	}
+	e.recompute(logger)
+}
+
+// recompute computes the shares from the usage, the pending pods and the
+// capacity, puts them in force, and calls changed when any runtime share
+// changed.
+func (e *elasticQuotas) recompute(logger klog.Logger) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.on() {
+		e.ugm.SetShares(nil)
 		return
 	}
-	pending := pl.pendingByQueue()
-	start := time.Now()
-	t := pl.ugm.ComputeShares(pending, pl.capacity.total())
-	old := pl.ugm.Shares()
-	pl.ugm.SetShares(t)
-	logger.V(5).Info("Shares recomputed", "queues", len(t.All()), "duration", time.Since(start))
-	pl.reportScaling(logger, t)
-	if runtimesChanged(old, t) {
-		// A refusal racing this swap sees frees move and retries itself.
-		pl.frees.Add(1)
-		pl.activate(logger, func(rp *refusedPod) bool {
-			var r *ugm.Refusal
-			return errors.As(rp.reason, &r) && r.Limit == ugm.LimitShare
-		})
-		// A queue may now be over its share: pods that found nothing to
-		// preempt try again.
-		pl.activateWaiters(logger)
+	pending := e.pendingByQueue()
+	start := e.clock.Now()
+	t := e.ugm.ComputeShares(pending, e.capacity.total())
+	old := e.ugm.Shares()
+	e.ugm.SetShares(t)
+	logger.V(5).Info("Shares recomputed", "queues", len(t.All()), "duration", e.clock.Since(start))
+	e.reportScaling(logger, t)
+	if runtimesChanged(old, t) && e.changed != nil {
+		e.changed(logger)
 	}
 }
 
 // pendingByQueue is the demand of the pending pods by leaf queue path, as
 // the share computation counts it (the REST queues endpoint shows it).
-func (pl *Plugin) pendingByQueue() map[string]resources.Vector {
-	cfg := pl.partition()
-	return pl.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return pl.podRequest(pod, cfg, pl.queues()) },
-		func(uid types.UID) bool { _, live := pl.ledger.Get(string(uid)); return live })
+func (e *elasticQuotas) pendingByQueue() map[string]resources.Vector {
+	cfg := e.ugm.InForce().Partition
+	return e.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return e.request(pod, cfg) }, e.charged)
 }
 
 // runtimesChanged reports whether any queue's runtime share differs.
@@ -134,25 +211,87 @@ func runtimesChanged(old, t *shares.Table) bool {
 
 // reportScaling logs and raises an event on the config ConfigMap once when
 // a queue's children's guaranteed shares stop fitting in its share, and
-// logs once when they fit again.
-func (pl *Plugin) reportScaling(logger klog.Logger, t *shares.Table) {
+// logs once when they fit again. Callers hold e.mu.
+func (e *elasticQuotas) reportScaling(logger klog.Logger, t *shares.Table) {
 	now := map[string]bool{}
 	for _, s := range t.Scaled {
 		key := s.Parent + " " + s.Resource.Name()
 		now[key] = true
-		if pl.scaled[key] {
+		if e.scaled[key] {
 			continue
 		}
 		msg := fmt.Sprintf("the guaranteed shares of the children of %s add up to %s %d, above its share %d: scaled down in proportion until capacity returns",
 			s.Parent, s.Resource.Name(), s.Sum, s.Share)
 		logger.Info("Guaranteed shares scaled down", "queue", s.Parent, "resource", s.Resource.Name(), "sum", s.Sum, "share", s.Share)
-		ref := &v1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: pl.args.ConfigMapNamespace, Name: pl.args.ConfigMapName}
-		pl.handle.EventRecorder().Eventf(ref, nil, v1.EventTypeWarning, ReasonSharesScaled, "ComputeShares", "%s", msg)
+		if e.recorder != nil {
+			e.recorder.Eventf(e.configMap, nil, v1.EventTypeWarning, ReasonSharesScaled, "ComputeShares", "%s", msg)
+		}
 	}
-	for key := range pl.scaled {
+	for key := range e.scaled {
 		if !now[key] {
 			logger.Info("Guaranteed shares fit again", "queueAndResource", key)
 		}
 	}
-	pl.scaled = now
+	e.scaled = now
+}
+
+// watchCapacity feeds the capacity from the scheduler's node and pod
+// informers (ours tells this scheduler's pods, which use no capacity of
+// others); every change asks for a recompute.
+func (e *elasticQuotas) watchCapacity(f informers.SharedInformerFactory, ours func(*v1.Pod) bool) error {
+	e.ours = ours
+	nodes, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    e.onNode,
+		UpdateFunc: func(_, obj interface{}) { e.onNode(obj) },
+		DeleteFunc: e.onNodeDelete,
+	})
+	if err != nil {
+		return err
+	}
+	pods, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    e.onForeignPod,
+		UpdateFunc: e.onForeignPodUpdate,
+		DeleteFunc: e.onForeignPodDelete,
+	})
+	if err != nil {
+		return err
+	}
+	e.capacitySynced = func() bool { return nodes.HasSynced() && pods.HasSynced() }
+	return nil
+}
+
+func (e *elasticQuotas) onNode(obj interface{}) {
+	if n, ok := obj.(*v1.Node); ok && e.capacity.setNode(n) {
+		e.recomputeSoon()
+	}
+}
+
+func (e *elasticQuotas) onNodeDelete(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if n, ok := obj.(*v1.Node); ok && e.capacity.deleteNode(n.Name) {
+		e.recomputeSoon()
+	}
+}
+
+// onForeignPodUpdate: an update whose sides are different pods (same
+// name, see onPodUpdate) removes the old one first.
+func (e *elasticQuotas) onForeignPodUpdate(old, obj interface{}) {
+	if replacedPod(old, obj) {
+		e.onForeignPodDelete(old)
+	}
+	e.onForeignPod(obj)
+}
+
+func (e *elasticQuotas) onForeignPodDelete(obj interface{}) {
+	if pod, ok := podFromObj(obj); ok && !e.ours(pod) && e.capacity.deleteForeign(pod.UID) {
+		e.recomputeSoon()
+	}
+}
+
+func (e *elasticQuotas) onForeignPod(obj interface{}) {
+	if pod, ok := obj.(*v1.Pod); ok && !e.ours(pod) && e.capacity.setForeign(pod) {
+		e.recomputeSoon()
+	}
 }

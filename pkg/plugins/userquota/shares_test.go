@@ -162,7 +162,7 @@ func TestSharesOffWithoutElasticQueues(t *testing.T) {
 func TestForeignPodReplacedUnderItsName(t *testing.T) {
 	e := newEnv(t, envOptions{config: elasticConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
 	capacityCPU := func() int64 {
-		v, _ := e.pl.capacity.total().Get(resources.Intern("cpu"))
+		v, _ := e.pl.elastic.capacity.total().Get(resources.Intern("cpu"))
 		return v
 	}
 	old := e.bind(podOf("system").SchedulerName("default-scheduler").Req(cpu("1")).Obj())
@@ -170,7 +170,7 @@ func TestForeignPodReplacedUnderItsName(t *testing.T) {
 	again := old.DeepCopy()
 	again.UID = "uid-system-again"
 	again.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
-	e.pl.onForeignPodUpdate(old, again)
+	e.pl.elastic.onForeignPodUpdate(old, again)
 	if got := capacityCPU(); got != 6000 {
 		t.Errorf("capacity cpu = %d, want 6000 (8 minus the new pod's 2)", got)
 	}

@@ -1,0 +1,151 @@
+package userquota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/metrics"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// stateKey is where PreFilter leaves the pod's request for Reserve.
+const stateKey fwk.StateKey = "PreFilter" + Name
+
+// reservedKey marks, per cycle, that Reserve committed the pod.
+const reservedKey fwk.StateKey = "Reserve" + Name
+
+// preFilterState is the pod's request as PreFilter computed it. Immutable.
+type preFilterState struct {
+	req ugm.Request
+	// blocked is set when PreFilter refused the pod only because queues
+	// above its own are at their runtime share (deepest first): queues in
+	// them use more than their share, and the PostFilter may take the room
+	// back (reclaim.go). Reserve never runs in such a cycle.
+	blocked []string
+}
+
+// Clone returns the state itself: it is never modified.
+func (s *preFilterState) Clone() fwk.StateData { return s }
+
+type reservedState struct{}
+
+func (s *reservedState) Clone() fwk.StateData { return s }
+
+// PreFilter computes the pod's request and checks it against every limit,
+// committing nothing: when no node fits the framework never calls
+// Unreserve, so a charge taken here could leak.
+func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if !pl.podsSynced() {
+		// No decision on partial state: wait for the running pods to be
+		// accounted (only at start-up).
+		if !cache.WaitForCacheSync(ctx.Done(), pl.podsSynced) {
+			return nil, fwk.AsStatus(errors.New("pod informer of UserQuota has not synced"))
+		}
+	}
+	pl.elastic.ensure(ctx, logger)
+	frees := pl.requeue.freed()
+	// Placement and check against one config, even during a reload.
+	d := pl.ugm.Decide(pl.placer(pod), true)
+	if d.Err != nil && d.Placed && pl.requeue.freed() != frees {
+		// Room was freed while deciding: decide again, once, rather than
+		// refuse and wait for the activation.
+		frees = pl.requeue.freed()
+		d = pl.ugm.Decide(pl.placer(pod), true)
+	}
+	if d.Err != nil && !d.Placed {
+		return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, nil, d.Err, frees)
+	}
+	req, err := d.Request, d.Err
+	if err != nil {
+		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
+		if len(d.Blocked) > 0 {
+			// Unschedulable, not Unresolvable: the PostFilter may make room
+			// by taking back what other queues borrowed.
+			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked})
+			return nil, pl.refuse(fwk.Unschedulable, logger, pod, &req, err, frees)
+		}
+		return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, &req, err, frees)
+	}
+	pl.elastic.decided(pod.UID, false)
+	state.Write(stateKey, &preFilterState{req: req})
+	return nil, nil
+}
+
+// refuse records a PreFilter refusal for requeueing and returns its status
+// with code. frees is the free counter read before the decision.
+func (pl *Plugin) refuse(code fwk.Code, logger klog.Logger, pod *v1.Pod, req *ugm.Request, err error, frees uint64) *fwk.Status {
+	metrics.RecordRefusal(err)
+	// A pod over a user or group limit cannot use a share: it is not
+	// demand until a later decision says otherwise.
+	var r *ugm.Refusal
+	pl.elastic.decided(pod.UID, errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup))
+	pl.requeue.refuse(logger, pod, req, err, frees)
+	return fwk.NewStatus(code, err.Error())
+}
+
+// PreFilterExtensions returns nil: quota does not depend on which pods run
+// on a node, so preemption's what-if pod removals do not change the answer.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func getPreFilterState(state fwk.CycleState) (*preFilterState, error) {
+	c, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q from cycle state: %w", stateKey, err)
+	}
+	s, ok := c.(*preFilterState)
+	if !ok {
+		return nil, fmt.Errorf("%+v cannot be converted to *preFilterState", c)
+	}
+	return s, nil
+}
+
+// Reserve commits the pod's charge. It is refused only if something changed
+// since PreFilter (another pod took the room).
+func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := getPreFilterState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	err = pl.ledger.Allocate(string(pod.UID), s.req)
+	switch {
+	case err == nil:
+		state.Write(reservedKey, &reservedState{})
+		metrics.RecordIncrease(metrics.SourceReserve)
+	case errors.Is(err, ledger.ErrAlreadyAllocated):
+		// Already charged (an informer event saw it bound first): the
+		// charge is not this cycle's, so Unreserve must not release it.
+	default:
+		metrics.RecordRefusal(err)
+		pl.requeue.refuse(klog.FromContext(ctx), pod, &s.req, err, pl.requeue.freed())
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	pl.requeue.forget(pod.UID)
+	klog.FromContext(ctx).V(5).Info("Pod charged", "pod", klog.KObj(pod), "node", nodeName, "user", s.req.User, "queue", s.req.Queue)
+	return nil
+}
+
+// Unreserve rolls back exactly what Reserve committed in this cycle. The
+// framework calls it for every Reserve plugin when a later step fails, also
+// when this plugin's Reserve never ran or refused.
+func (pl *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if _, err := state.Read(reservedKey); err != nil {
+		return
+	}
+	state.Delete(reservedKey)
+	c, released, err := pl.ledger.Release(string(pod.UID))
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Releasing an unreserved pod found an inconsistency", "pod", klog.KObj(pod))
+	}
+	if released {
+		metrics.RecordDecrease(metrics.SourceUnreserve)
+		pl.requeue.released(klog.FromContext(ctx), c.Request)
+	}
+}
