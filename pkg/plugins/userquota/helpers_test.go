@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -100,6 +102,9 @@ type envOptions struct {
 	// clock times requeues, preemption delays and the share debounce
 	// (nil: the real clock).
 	clock clock.WithTickerAndDelayedExecution
+	// plugins are registered in the framework beside UserQuota (e.g.
+	// NodeResourcesFit for a preemption dry run).
+	plugins []tf.RegisterPluginFunc
 }
 
 // env is one plugin on the real framework runtime over a fake clientset:
@@ -184,17 +189,20 @@ func newEnv(t *testing.T, o envOptions) *env {
 		e.pl = p
 		return p, nil
 	}
-	fh, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+	plugins := append([]tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Reserve"),
-	}, profileName,
+	}, o.plugins...)
+	fh, err := tf.NewFramework(ctx, plugins, profileName,
 		frameworkruntime.WithClientSet(cs),
 		frameworkruntime.WithInformerFactory(e.informers),
 		frameworkruntime.WithEventRecorder(e.recorder),
 		frameworkruntime.WithPodActivator(e.activator),
 		frameworkruntime.WithSnapshotSharedLister(schedcache.NewEmptySnapshot()),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		// The scheduling queue answers which pods are nominated to a node.
+		frameworkruntime.WithPodNominator(queue.NewTestQueue(ctx, nil)),
 	)
 	if err != nil {
 		t.Fatalf("NewFramework: %v", err)

@@ -1,4 +1,4 @@
-package userquota
+package reclaim
 
 import (
 	"reflect"
@@ -35,8 +35,8 @@ type use struct {
 	guaranteedCPU int64
 }
 
-func testReclaimState(queue string, priority int32, fences []string, reclaim bool, queues map[string]use) *reclaimState {
-	rs := &reclaimState{queue: queue, priority: priority, reclaim: reclaim, queues: map[string]*queueUse{}}
+func testReclaimState(queue string, priority int32, fences []string, reclaim bool, queues map[string]use) *State {
+	rs := &State{queue: queue, priority: priority, reclaim: reclaim, queues: map[string]*queueUse{}}
 	fenceOf := func(q string) string {
 		for p := q; p != ""; p = queueconfig.ParentPath(p) {
 			for _, f := range fences {
@@ -66,16 +66,16 @@ func testReclaimState(queue string, priority int32, fences []string, reclaim boo
 }
 
 // pod is a test victim: name, queue, cpu (millicores), priority, age.
-func vpod(name, queue string, milli int64, prio int32, startedMinutesAgo int) *victim {
+func vpod(name, queue string, milli int64, prio int32, startedMinutesAgo int) *Victim {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"app": strings.SplitN(name, "-", 2)[0]}}}
-	return &victim{pod: pod, key: "ns/" + name, queue: queue, res: cpuMem(milli, 1), priority: prio,
-		start: time.Unix(1_000_000, 0).Add(-time.Duration(startedMinutesAgo) * time.Minute), preemptible: true}
+	return &Victim{Pod: pod, Key: "ns/" + name, Queue: queue, Res: cpuMem(milli, 1), Priority: prio,
+		Start: time.Unix(1_000_000, 0).Add(-time.Duration(startedMinutesAgo) * time.Minute), Preemptible: true}
 }
 
-func names(vs []*victim) string {
+func names(vs []*Victim) string {
 	var out []string
 	for _, v := range vs {
-		out = append(out, strings.TrimPrefix(v.key, "ns/")+":"+v.reason)
+		out = append(out, strings.TrimPrefix(v.Key, "ns/")+":"+v.reason)
 	}
 	return strings.Join(out, " ")
 }
@@ -89,13 +89,13 @@ func TestChooseVictims(t *testing.T) {
 		"root.c": {cpu: 8000, mem: 8, rtCPU: 8000, rtMem: -1},                          // at its share
 	}
 	nonPreemptible := vpod("b-np", "root.b", 4000, -10, 1)
-	nonPreemptible.preemptible = false
+	nonPreemptible.Preemptible = false
 	memOnly := vpod("b-mem", "root.b", 0, -10, 1)
 
 	for _, tc := range []struct {
 		name     string
-		rs       *reclaimState
-		pods     []*victim
+		rs       *State
+		pods     []*Victim
 		pdbs     []*policy.PodDisruptionBudget
 		want     string
 		wantNone bool
@@ -103,49 +103,49 @@ func TestChooseVictims(t *testing.T) {
 		{
 			name: "only queues over their share lose pods",
 			rs:   testReclaimState("root.a", 0, nil, true, flat),
-			pods: []*victim{vpod("c-1", "root.c", 4000, -5, 1), vpod("b-1", "root.b", 4000, 0, 1)},
+			pods: []*Victim{vpod("c-1", "root.c", 4000, -5, 1), vpod("b-1", "root.b", 4000, 0, 1)},
 			want: "b-1:reclaim",
 		},
 		{
 			name: "never below the share: b may lose 8 of its 24",
 			rs:   testReclaimState("root.a", 0, nil, true, flat),
-			pods: []*victim{vpod("b-1", "root.b", 4000, 0, 4), vpod("b-2", "root.b", 4000, 0, 3), vpod("b-3", "root.b", 4000, 0, 2), vpod("b-4", "root.b", 4000, 0, 1)},
+			pods: []*Victim{vpod("b-1", "root.b", 4000, 0, 4), vpod("b-2", "root.b", 4000, 0, 3), vpod("b-3", "root.b", 4000, 0, 2), vpod("b-4", "root.b", 4000, 0, 1)},
 			want: "b-4:reclaim b-3:reclaim",
 		},
 		{
 			name: "lowest priority first, then youngest; a higher priority preemptor is not needed",
 			rs:   testReclaimState("root.a", -100, nil, true, flat),
-			pods: []*victim{vpod("b-old-high", "root.b", 2000, 10, 9), vpod("b-old-low", "root.b", 2000, 0, 9), vpod("b-new-high", "root.b", 2000, 10, 1), vpod("b-new-low", "root.b", 2000, 0, 1), vpod("b-mid", "root.b", 2000, 5, 5)},
+			pods: []*Victim{vpod("b-old-high", "root.b", 2000, 10, 9), vpod("b-old-low", "root.b", 2000, 0, 9), vpod("b-new-high", "root.b", 2000, 10, 1), vpod("b-new-low", "root.b", 2000, 0, 1), vpod("b-mid", "root.b", 2000, 5, 5)},
 			want: "b-new-low:reclaim b-old-low:reclaim b-mid:reclaim b-new-high:reclaim",
 		},
 		{
 			name: "a pod too big for the allowance is skipped, smaller ones after it still fit",
 			rs:   testReclaimState("root.a", 0, nil, true, flat),
-			pods: []*victim{vpod("b-big", "root.b", 12000, 0, 1), vpod("b-small", "root.b", 4000, 1, 1)},
+			pods: []*Victim{vpod("b-big", "root.b", 12000, 0, 1), vpod("b-small", "root.b", 4000, 1, 1)},
 			want: "b-small:reclaim",
 		},
 		{
 			name: "non-preemptible pods and pods that hold nothing the queue is over in are skipped",
 			rs:   testReclaimState("root.a", 0, nil, true, flat),
-			pods: []*victim{nonPreemptible, memOnly, vpod("b-1", "root.b", 4000, 0, 1)},
+			pods: []*Victim{nonPreemptible, memOnly, vpod("b-1", "root.b", 4000, 0, 1)},
 			want: "b-1:reclaim",
 		},
 		{
 			name: "own queue: lower priority only, whatever the share",
 			rs:   testReclaimState("root.c", 5, nil, true, flat),
-			pods: []*victim{vpod("c-low", "root.c", 4000, 0, 1), vpod("c-same", "root.c", 4000, 5, 1), vpod("c-high", "root.c", 4000, 9, 1)},
+			pods: []*Victim{vpod("c-low", "root.c", 4000, 0, 1), vpod("c-same", "root.c", 4000, 5, 1), vpod("c-high", "root.c", 4000, 9, 1)},
 			want: "c-low:priority",
 		},
 		{
 			name:     "own queue: a non-preemptible pod is never a victim",
 			rs:       testReclaimState("root.b", 5, nil, true, flat),
-			pods:     []*victim{nonPreemptible},
+			pods:     []*Victim{nonPreemptible},
 			wantNone: true,
 		},
 		{
 			name:     "without shares no pod of another queue is taken",
 			rs:       testReclaimState("root.a", 100, nil, false, flat),
-			pods:     []*victim{vpod("b-1", "root.b", 4000, 0, 1)},
+			pods:     []*Victim{vpod("b-1", "root.b", 4000, 0, 1)},
 			wantNone: true,
 		},
 		{
@@ -157,7 +157,7 @@ func TestChooseVictims(t *testing.T) {
 				"root.q":   {cpu: 12000, rtCPU: 0, rtMem: -1},     // over by 12
 				"root.q.z": {cpu: 12000, rtCPU: 12000, rtMem: -1}, // at its share inside q
 			}),
-			pods: []*victim{vpod("y-1", "root.p.y", 4000, 0, 1), vpod("z-1", "root.q.z", 4000, -1, 1)},
+			pods: []*Victim{vpod("y-1", "root.p.y", 4000, 0, 1), vpod("z-1", "root.q.z", 4000, -1, 1)},
 			want: "y-1:reclaim",
 		},
 		{
@@ -168,7 +168,7 @@ func TestChooseVictims(t *testing.T) {
 				"root.b.x": {cpu: 11000, rtCPU: 8000, rtMem: -1},  // over by 3
 				"root.b.y": {cpu: 11000, rtCPU: 8000, rtMem: -1},  // over by 3
 			}),
-			pods: []*victim{vpod("x-1", "root.b.x", 2000, 0, 1), vpod("x-2", "root.b.x", 2000, 0, 2), vpod("y-1", "root.b.y", 2000, 0, 3), vpod("y-2", "root.b.y", 2000, 0, 4)},
+			pods: []*Victim{vpod("x-1", "root.b.x", 2000, 0, 1), vpod("x-2", "root.b.x", 2000, 0, 2), vpod("y-1", "root.b.y", 2000, 0, 3), vpod("y-2", "root.b.y", 2000, 0, 4)},
 			want: "x-1:reclaim y-1:reclaim", // x-2 would take x below its share; y-2 would take b below its own
 		},
 		{
@@ -179,7 +179,7 @@ func TestChooseVictims(t *testing.T) {
 				"root.t.x": {cpu: 0, rtCPU: 8000, rtMem: -1},
 				"root.t.y": {cpu: 8000, rtCPU: 4000, rtMem: -1},
 			}),
-			pods: []*victim{vpod("b-1", "root.b", 4000, 0, 1), vpod("ty-1", "root.t.y", 4000, 0, 2)},
+			pods: []*Victim{vpod("b-1", "root.b", 4000, 0, 1), vpod("ty-1", "root.t.y", 4000, 0, 2)},
 			want: "ty-1:reclaim",
 		},
 		{
@@ -190,13 +190,13 @@ func TestChooseVictims(t *testing.T) {
 				"root.t":   {cpu: 24000, rtCPU: 16000, rtMem: -1},
 				"root.t.y": {cpu: 24000, rtCPU: 16000, rtMem: -1},
 			}),
-			pods: []*victim{vpod("b-1", "root.b", 4000, 0, 1), vpod("ty-1", "root.t.y", 4000, -5, 2)},
+			pods: []*Victim{vpod("b-1", "root.b", 4000, 0, 1), vpod("ty-1", "root.t.y", 4000, -5, 2)},
 			want: "b-1:reclaim",
 		},
 		{
 			name: "PDB: pods a budget protects go last, after more important ones",
 			rs:   testReclaimState("root.a", 0, nil, true, flat),
-			pods: []*victim{vpod("db-1", "root.b", 4000, 0, 1), vpod("db-2", "root.b", 4000, 0, 2), vpod("web-1", "root.b", 4000, 10, 3)},
+			pods: []*Victim{vpod("db-1", "root.b", 4000, 0, 1), vpod("db-2", "root.b", 4000, 0, 2), vpod("web-1", "root.b", 4000, 10, 3)},
 			pdbs: []*policy.PodDisruptionBudget{pdb("db", 1)},
 			// One db pod may go (the budget allows 1): as kube-scheduler
 			// counts, the allowance goes to the more important (older)
@@ -241,8 +241,8 @@ func TestQueuePaths(t *testing.T) {
 		{"root.p", "root.p.x", "root.p"},
 		{"root.ab", "root.a", "root"},
 	} {
-		if got := commonAncestor(tc.a, tc.b); got != tc.want {
-			t.Errorf("commonAncestor(%s, %s) = %s, want %s", tc.a, tc.b, got, tc.want)
+		if got := CommonAncestor(tc.a, tc.b); got != tc.want {
+			t.Errorf("CommonAncestor(%s, %s) = %s, want %s", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
@@ -267,7 +267,7 @@ func TestReclaimWithinParent(t *testing.T) {
 	})
 	rs.within = "root.p"
 	rs.need = map[string]resources.Vector{"root.p": cpuMem(4000, 0)}
-	pods := []*victim{vpod("q-1", "root.q", 4000, -5, 1), vpod("y-1", "root.p.y", 2000, 0, 1), vpod("y-2", "root.p.y", 2000, 0, 2)}
+	pods := []*Victim{vpod("q-1", "root.q", 4000, -5, 1), vpod("y-1", "root.p.y", 2000, 0, 1), vpod("y-2", "root.p.y", 2000, 0, 2)}
 	got := rs.choose(pods, nil)
 	if names(got) != "y-1:reclaim y-2:reclaim" {
 		t.Fatalf("chose %q, want only root.p.y's pods", names(got))
@@ -275,7 +275,7 @@ func TestReclaimWithinParent(t *testing.T) {
 	if q := rs.needUnmet(got, nil); q != "" {
 		t.Errorf("needUnmet(both) = %q, want none", q)
 	}
-	if q := rs.needUnmet(got, func(v *victim) bool { return v.key == "ns/y-1" }); q != "root.p" {
+	if q := rs.needUnmet(got, func(v *Victim) bool { return v.Key == "ns/y-1" }); q != "root.p" {
 		t.Errorf("needUnmet(y-1 alone) = %q, want root.p (2 of the 4 needed)", q)
 	}
 }

@@ -1,4 +1,4 @@
-package userquota
+package reclaim
 
 import (
 	"time"
@@ -6,19 +6,19 @@ import (
 	"github.com/userquota/userquota/pkg/queueconfig"
 )
 
-// queuePolicy is the preemption.* settings in force for a leaf queue.
-type queuePolicy struct {
-	// disabledBy is the queue whose preemption.policy: disabled applies
+// Policy is the preemption.* settings in force for a leaf queue.
+type Policy struct {
+	// DisabledBy is the queue whose preemption.policy: disabled applies
 	// (the nearest policy set on the way to root), "" when pods may
 	// preempt.
-	disabledBy string
-	// fence is the deepest queue on the path with preemption.policy:
+	DisabledBy string
+	// Fence is the deepest queue on the path with preemption.policy:
 	// fence ("" none).
-	fence string
-	// delay is the nearest preemption.delay on the way to root (0: none),
-	// set on delayFrom.
-	delay     time.Duration
-	delayFrom string
+	Fence string
+	// Delay is the nearest preemption.delay on the way to root (0: none),
+	// set on DelayFrom.
+	Delay     time.Duration
+	DelayFrom string
 }
 
 // settingsAt returns what the queue at path sets itself. A queue not in the
@@ -40,11 +40,11 @@ func settingsAt(cfg *queueconfig.Partition, path, leaf string) queueconfig.Preem
 	return queueconfig.Preemption{}
 }
 
-// policyFor resolves the preemption settings of a leaf queue: the nearest
+// PolicyFor resolves the preemption settings of a leaf queue: the nearest
 // preemption.policy and preemption.delay on the way to root win; every
 // fence on the way is a boundary, the deepest one says which.
-func policyFor(cfg *queueconfig.Partition, leaf string) queuePolicy {
-	var out queuePolicy
+func PolicyFor(cfg *queueconfig.Partition, leaf string) Policy {
+	var out Policy
 	if cfg == nil {
 		return out
 	}
@@ -54,22 +54,22 @@ func policyFor(cfg *queueconfig.Partition, leaf string) queuePolicy {
 		if !policySeen && s.Policy != "" {
 			policySeen = true
 			if s.Policy == queueconfig.PolicyDisabled {
-				out.disabledBy = p
+				out.DisabledBy = p
 			}
 		}
-		if out.fence == "" && s.Policy == queueconfig.PolicyFence {
-			out.fence = p
+		if out.Fence == "" && s.Policy == queueconfig.PolicyFence {
+			out.Fence = p
 		}
 		if !delaySeen && s.DelaySet {
 			delaySeen = true
-			out.delay, out.delayFrom = s.Delay, p
+			out.Delay, out.DelayFrom = s.Delay, p
 		}
 	}
 	return out
 }
 
-// fenceFor returns the deepest fenced queue holding leaf ("" none).
-func fenceFor(cfg *queueconfig.Partition, leaf string) string {
+// FenceFor returns the deepest fenced queue holding leaf ("" none).
+func FenceFor(cfg *queueconfig.Partition, leaf string) string {
 	if cfg == nil {
 		return ""
 	}

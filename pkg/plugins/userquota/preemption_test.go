@@ -1,0 +1,161 @@
+package userquota
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+
+	"github.com/userquota/userquota/pkg/plugins/userquota/reclaim"
+)
+
+// reclaimConfig: a and b each guaranteed half of an 8-cpu node.
+const reclaimConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    properties: {quota.sharing: elastic}
+    queues:
+    - name: a
+      resources: {guaranteed: {vcore: 4}, max: {vcore: 8}}
+    - name: b
+      resources: {guaranteed: {vcore: 4}, max: {vcore: 8}}
+`
+
+var nodeResourcesFit = frameworkruntime.FactoryAdapter(feature.Features{}, noderesources.NewFit)
+
+// TestSelectVictimsOnNode runs UserQuota's victim selection on one node
+// through the framework, as DefaultPreemption's own test does: the node's
+// pods taken off and given back with NodeResourcesFit deciding fit, the
+// quota deciding who may go. b holds the whole node; a's two pending pods
+// (2 cpu each, one of them the preemptor) give a a share of 4, so b is
+// over its share by 4.
+func TestSelectVictimsOnNode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// b's pods on the node: name -> cpu and priority.
+		b       []bPod
+		pdbs    []*policy.PodDisruptionBudget
+		memory  bool // the preemptor asks for memory the node has none of
+		want    string
+		wantPDB int
+		status  string
+	}{
+		{
+			name: "the most important are given back while the preemptor still fits",
+			b:    []bPod{{"b-low", "2", 0}, {"b-mid", "2", 5}, {"b-high", "4", 10}},
+			want: "b-low",
+		},
+		{
+			name: "a budget's pod is given back before the others",
+			b:    []bPod{{"b-low", "2", 0}, {"b-mid", "2", 5}, {"b-high", "4", 10}},
+			pdbs: []*policy.PodDisruptionBudget{pdbFor("b-low", 0)},
+			want: "b-mid",
+		},
+		{
+			name:    "a budget's pod goes when nothing else makes room, and is counted",
+			b:       []bPod{{"b-low", "2", 0}, {"b-big", "6", 10}},
+			pdbs:    []*policy.PodDisruptionBudget{pdbFor("b-low", 0)},
+			want:    "b-low",
+			wantPDB: 1,
+		},
+		{
+			name:   "no pod of a queue within its share is taken",
+			b:      []bPod{{"b-low", "2", 0}, {"b-mid", "2", 5}},
+			status: "UnschedulableAndUnresolvable: " + reclaim.NoneEligible,
+		},
+		{
+			name:   "the node's filters refuse even with every eligible pod off",
+			b:      []bPod{{"b-low", "2", 0}, {"b-mid", "2", 5}, {"b-high", "4", 10}},
+			memory: true,
+			status: "UnschedulableAndUnresolvable: Insufficient memory", // the filter's own status
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := readyNode(testNode, "8")
+			e := newEnv(t, envOptions{config: reclaimConfig, objects: []runtime.Object{node},
+				plugins: []tf.RegisterPluginFunc{tf.RegisterPluginAsExtensions(noderesources.Name, nodeResourcesFit, "PreFilter", "Filter")}})
+			var onNode []*v1.Pod
+			for _, b := range tc.b {
+				p := userPod(b.name, "bob", "", "root.b", b.cpu)
+				p.Spec.Priority = &b.priority
+				p.Labels["app"] = b.name
+				onNode = append(onNode, e.bind(p))
+			}
+			preemptor := userPod("a-1", "ann", "", "root.a", "2")
+			if tc.memory {
+				preemptor.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("1Gi")
+			}
+			e.create(preemptor)
+			e.create(userPod("a-2", "ann", "", "root.a", "2"))
+			e.waitFor("a's share of 4", func() bool { return runtimeCPU(e.pl, "root.a") == 4000 })
+
+			state, s := e.preFilter(preemptor)
+			if !s.IsSuccess() {
+				t.Fatalf("PreFilter = %v", s)
+			}
+			pfs, err := getPreFilterState(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, why := e.pl.newReclaimState(preemptor, pfs, e.pl.ugm.InForce())
+			if why != "" {
+				t.Fatalf("not eligible: %s", why)
+			}
+			state.Write(reclaimKey, reclaimState{rs})
+			ni := framework.NewNodeInfo(onNode...)
+			ni.SetNode(node)
+
+			victims, numPDB, status := (&reclaimer{pl: e.pl}).SelectVictimsOnNode(e.ctx, state, preemptor, ni, tc.pdbs)
+			got := ""
+			if !status.IsSuccess() {
+				got = status.Code().String() + ": " + strings.Join(status.Reasons(), "; ")
+			}
+			if diff := cmp.Diff(tc.status, got); diff != "" {
+				t.Fatalf("status (-want,+got):\n%s", diff)
+			}
+			var names []string
+			for _, v := range victims {
+				names = append(names, v.Name)
+			}
+			if diff := cmp.Diff(tc.want, strings.Join(names, " ")); diff != "" {
+				t.Errorf("victims (-want,+got):\n%s", diff)
+			}
+			if numPDB != tc.wantPDB {
+				t.Errorf("%d victims against a budget, want %d", numPDB, tc.wantPDB)
+			}
+			// The node is the dry run's copy: nothing was evicted.
+			for _, p := range onNode {
+				if !e.pl.isCharged(p.UID) {
+					t.Errorf("%s lost its charge in a dry run", p.Name)
+				}
+			}
+		})
+	}
+}
+
+// bPod is a pod of queue b on the node.
+type bPod struct {
+	name, cpu string
+	priority  int32
+}
+
+// pdbFor is a budget over the pods labelled app=name in ns1.
+func pdbFor(name string, allowed int32) *policy.PodDisruptionBudget {
+	return &policy.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name},
+		Spec:       policy.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}

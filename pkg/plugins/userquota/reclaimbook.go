@@ -1,0 +1,202 @@
+package userquota
+
+import (
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/userquota/userquota/pkg/plugins/userquota/reclaim"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// reclaimBook is the plugin's preemption bookkeeping. Its lock is taken
+// alone: never while calling the ledger, ugm or the framework.
+type reclaimBook struct {
+	clock    clock.WithDelayedExecution
+	activate activateFunc
+
+	mu sync.Mutex
+	// leaving: pods preempted or terminating that are still charged; their
+	// usage is on its way out and is not counted when deciding how much a
+	// queue may lose, so two preemptions in a row do not take the same
+	// room twice.
+	leaving map[types.UID]ugm.Request
+	// waiters: pods of elastic queues that found no victims; a share
+	// recompute that changes any share sends them back to the active queue.
+	waiters map[types.UID]*v1.Pod
+	// refusedSince: when the pod's preemption delay started, when its
+	// PodScheduled condition does not say so yet.
+	refusedSince map[types.UID]time.Time
+	// timers activate a pod when its preemption delay is over.
+	timers map[types.UID]clock.Timer
+	// runs: the preemptions in progress, by preemptor.
+	runs map[types.UID]*preemptRun
+}
+
+// preemptRun is one preemption in progress: its state and what it evicted.
+type preemptRun struct {
+	rs      *reclaim.State
+	mu      sync.Mutex
+	victims []victimRecord
+	// pdbViolations of the candidate that was carried out.
+	pdbViolations int64
+}
+
+type victimRecord struct {
+	key, queue, reason string
+}
+
+func newReclaimBook(c clock.WithDelayedExecution, activate activateFunc) *reclaimBook {
+	return &reclaimBook{
+		clock:        c,
+		activate:     activate,
+		leaving:      map[types.UID]ugm.Request{},
+		waiters:      map[types.UID]*v1.Pod{},
+		refusedSince: map[types.UID]time.Time{},
+		timers:       map[types.UID]clock.Timer{},
+		runs:         map[types.UID]*preemptRun{},
+	}
+}
+
+func (b *reclaimBook) markLeaving(uid types.UID, req ugm.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.leaving[uid] = req
+}
+
+// isLeaving reports whether the pod was preempted (or seen terminating)
+// and still holds its charge.
+func (b *reclaimBook) isLeaving(uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.leaving[uid]
+	return ok
+}
+
+// released forgets a pod whose charge was released.
+func (b *reclaimBook) released(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.leaving, uid)
+}
+
+func (b *reclaimBook) leavingRequests() []ugm.Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]ugm.Request, 0, len(b.leaving))
+	for _, r := range b.leaving {
+		out = append(out, r)
+	}
+	return out
+}
+
+// forget drops what is kept about a pod that was bound or went away.
+func (b *reclaimBook) forget(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.waiters, uid)
+	delete(b.refusedSince, uid)
+	if t := b.timers[uid]; t != nil {
+		t.Stop()
+		delete(b.timers, uid)
+	}
+}
+
+func (b *reclaimBook) addWaiter(pod *v1.Pod) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiters[pod.UID] = pod
+}
+
+func (b *reclaimBook) dropWaiter(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.waiters, uid)
+}
+
+// takeWaiters returns and forgets every waiter.
+func (b *reclaimBook) takeWaiters() map[string]*v1.Pod {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.waiters) == 0 {
+		return nil
+	}
+	out := make(map[string]*v1.Pod, len(b.waiters))
+	for uid, p := range b.waiters {
+		out[p.Namespace+"/"+p.Name] = p
+		delete(b.waiters, uid)
+	}
+	return out
+}
+
+// activateWaiters sends the pods that found no victims back to the active
+// queue: the shares changed, so a queue may now be over its share.
+func (b *reclaimBook) activateWaiters(logger klog.Logger) {
+	if pods := b.takeWaiters(); len(pods) > 0 {
+		logger.V(4).Info("Activating pods waiting for a queue over its share", "count", len(pods))
+		b.activate(logger, pods)
+	}
+}
+
+// delayLeft returns how much of its queue's preemption delay the pod has
+// still to wait, and makes sure it is activated then. The delay runs from
+// the pod's first refusal: its PodScheduled=False condition, or the first
+// PostFilter that saw it when the condition is not written yet.
+func (b *reclaimBook) delayLeft(logger klog.Logger, pod *v1.Pod, delay time.Duration) time.Duration {
+	if delay <= 0 {
+		return 0
+	}
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	since, ok := b.refusedSince[pod.UID]
+	if !ok {
+		since = now
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Time.Before(since) {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	b.refusedSince[pod.UID] = since
+	left := since.Add(delay).Sub(now)
+	if left <= 0 {
+		return 0
+	}
+	if b.timers[pod.UID] == nil {
+		key := pod.Namespace + "/" + pod.Name
+		uid := pod.UID
+		b.timers[pod.UID] = b.clock.AfterFunc(left, func() {
+			b.mu.Lock()
+			delete(b.timers, uid)
+			b.mu.Unlock()
+			logger.V(4).Info("Preemption delay over: activating the pod", "pod", key)
+			b.activate(logger, map[string]*v1.Pod{key: pod})
+		})
+	}
+	return left
+}
+
+func (b *reclaimBook) start(uid types.UID, rs *reclaim.State) *preemptRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := &preemptRun{rs: rs}
+	b.runs[uid] = r
+	return r
+}
+
+func (b *reclaimBook) run(uid types.UID) *preemptRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.runs[uid]
+}
+
+func (b *reclaimBook) done(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.runs, uid)
+}
