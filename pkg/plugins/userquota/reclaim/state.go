@@ -111,7 +111,8 @@ func NewState(p Preemptor, c Cluster) (*State, string) {
 	}
 	s.queues = make(map[string]*queueUse, len(c.Elastic))
 	for path, e := range c.Elastic {
-		s.queues[path] = &queueUse{usage: e.Usage, share: e.Share}
+		// A copy: leaving pods are counted out of it.
+		s.queues[path] = &queueUse{usage: e.Usage.Clone(), share: e.Share}
 	}
 	for _, l := range c.Leaving {
 		for q := l.Queue; q != ""; q = queueconfig.ParentPath(q) {
