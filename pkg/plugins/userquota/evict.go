@@ -85,10 +85,7 @@ func (pl *Plugin) preemptPod(ctx context.Context, c preemption.Candidate, preemp
 		"Preempted by pod %s/%s on node %s: %s", preemptor.Namespace, preemptor.Name, c.Name(), why)
 	metrics.RecordPreempted(queue, reason)
 	if run != nil {
-		run.mu.Lock()
-		run.victims = append(run.victims, victimRecord{key: victim.Namespace + "/" + victim.Name, queue: queue, reason: reason})
-		run.pdbViolations = c.Victims().NumPDBViolations
-		run.mu.Unlock()
+		run.evicted(victimRecord{key: victim.Namespace + "/" + victim.Name, queue: queue, reason: reason}, c.Victims().NumPDBViolations)
 	}
 	return nil
 }
@@ -106,10 +103,7 @@ func victimWhy(run *preemptRun, victim *v1.Pod, charge ugm.Request) (why, queue,
 // reportPreemption tells the preemptor what it preempted (an event) and
 // counts it.
 func (pl *Plugin) reportPreemption(logger klog.Logger, pod *v1.Pod, rs *reclaim.State, result *fwk.PostFilterResult, run *preemptRun) {
-	run.mu.Lock()
-	victims := append([]victimRecord(nil), run.victims...)
-	pdb := run.pdbViolations
-	run.mu.Unlock()
+	victims, pdb := run.outcome()
 	if len(victims) == 0 {
 		return
 	}

@@ -50,6 +50,23 @@ type victimRecord struct {
 	key, queue, reason string
 }
 
+// evicted records a victim of the candidate carried out (victims are
+// evicted in parallel).
+func (r *preemptRun) evicted(v victimRecord, pdbViolations int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.victims = append(r.victims, v)
+	r.pdbViolations = pdbViolations
+}
+
+// outcome returns what the run evicted and how many of them against a
+// PodDisruptionBudget.
+func (r *preemptRun) outcome() ([]victimRecord, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]victimRecord(nil), r.victims...), r.pdbViolations
+}
+
 func newReclaimBook(c clock.WithDelayedExecution, activate activateFunc) *reclaimBook {
 	return &reclaimBook{
 		clock:        c,
