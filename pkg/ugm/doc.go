@@ -17,8 +17,12 @@
 // # Locking
 //
 // A Manager has one sync.RWMutex and it is the only lock in this package.
-// Check takes it for reading; Increase, Decrease, SetConfig and snapshots of
-// mutable state take it for writing or reading as named on each method.
+// Check and Decide take it for reading (Decide runs the caller's placement
+// under it, so placement and limits come from one config); Increase,
+// Decrease, Enforce/SetConfig and snapshots of mutable state take it for
+// writing or reading as named on each method. The config in force
+// (InForce) is stored under the write lock with the limits compiled from
+// it, and read without a lock.
 // Trackers, nodes and queues have no locks of their own: the Manager that
 // owns them locks. One lock makes every increase all-or-nothing across user,
 // group and queue (the seed documents' "user then group" order holds
