@@ -43,7 +43,7 @@ func TestNewState(t *testing.T) {
 		{name: "a leaving pod of b is counted out", p: Preemptor{Queue: "root.a", Resources: cpuMem(2000, 0)},
 			c: Cluster{Elastic: tree, Leaving: []ugm.Request{{Queue: "root.b", Resources: cpuMem(4000, 0)}}}, reclaims: true, bOver: 2000, nominated: true},
 		{name: "pods already nominated take the queue's share", p: Preemptor{Queue: "root.a", Resources: cpuMem(2000, 0)},
-			c: Cluster{Elastic: tree, Nominated: func(string) resources.Vector { return cpuMem(6000, 0) }},
+			c:   Cluster{Elastic: tree, Nominated: func(string) resources.Vector { return cpuMem(6000, 0) }},
 			why: "pods of queue root.a already nominated for a node take its share: with this one cpu 2+8 > 8", nominated: true},
 		{name: "nominated pods within the guaranteed share are fine", p: Preemptor{Queue: "root.a", Resources: cpuMem(1000, 0)},
 			c: Cluster{Elastic: tree, Nominated: func(string) resources.Vector { return cpuMem(1000, 0) }}, reclaims: true, bOver: 6000, nominated: true},
