@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
@@ -23,13 +22,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/component-base/compatibility"
 	"k8s.io/component-base/configz"
 	"k8s.io/component-base/featuregate"
 	fwk "k8s.io/kube-scheduler/framework"
-	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/controller/deployment"
@@ -38,10 +34,12 @@ import (
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
 	"github.com/userquota/userquota/pkg/ugm"
+	"github.com/userquota/userquota/test/internal/controlplane"
+	"github.com/userquota/userquota/test/internal/controlplane/apiserver"
 )
 
 // schedulerName is the profile the test scheduler serves.
-const schedulerName = "userquota-scheduler"
+const schedulerName = controlplane.SchedulerName
 
 // cluster is one test's control plane: an API server on the shared etcd,
 // nodes, and (started on demand) the scheduler and controllers.
@@ -62,18 +60,13 @@ type cluster struct {
 // any, creates a namespace for the test and nodes with the given capacity.
 func newCluster(t *testing.T, nodes int, apiserverFlags ...string) *cluster {
 	t.Helper()
-	storage := storagebackend.NewDefaultConfig("/"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nil)
-	storage.Transport.ServerList = []string{etcdURL}
-	server := kubeapiservertesting.StartTestServerOrDie(t, nil,
-		append([]string{"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"}, apiserverFlags...), storage)
-	t.Cleanup(server.TearDownFn)
-	cfg := rest.CopyConfig(server.ClientConfig)
+	server := apiserver.Start(t, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), apiserverFlags...)
+	cfg := server.Config
 	cfg.QPS, cfg.Burst = 500, 1000
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := &cluster{t: t, ctx: ctx, client: client, config: cfg, ns: "quota-test"}
-	c.kubeconfig = writeKubeconfig(t, cfg)
+	c := &cluster{t: t, ctx: ctx, client: client, config: cfg, ns: "quota-test", kubeconfig: server.Kubeconfig}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,37 +86,18 @@ func newCluster(t *testing.T, nodes int, apiserverFlags ...string) *cluster {
 	return c
 }
 
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
-		CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
-		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// setQueueConfig creates or updates the ConfigMap the plugin reads.
+// setQueueConfig creates or updates the ConfigMap the plugin reads, in the
+// test's namespace.
 func (c *cluster) setQueueConfig(yaml string) {
 	c.t.Helper()
-	cm := &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "userquota-config"},
-		Data:       map[string]string{"queues.yaml": yaml},
-	}
-	cms := c.client.CoreV1().ConfigMaps(c.ns)
-	if _, err := cms.Get(c.ctx, cm.Name, metav1.GetOptions{}); err == nil {
-		if _, err := cms.Update(c.ctx, cm, metav1.UpdateOptions{}); err != nil {
-			c.t.Fatal(err)
-		}
-		return
-	}
-	if _, err := cms.Create(c.ctx, cm, metav1.CreateOptions{}); err != nil {
+	c.setQueueConfigIn(c.ns, yaml)
+}
+
+// setQueueConfigIn creates or updates the queue-config ConfigMap in ns (the
+// scheduler of manifests/ reads userquota-system's).
+func (c *cluster) setQueueConfigIn(ns, yaml string) {
+	c.t.Helper()
+	if err := controlplane.SetQueueConfig(c.ctx, c.client, ns, yaml); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -141,35 +115,9 @@ func (c *cluster) startScheduler() *runningScheduler {
 	c.t.Helper()
 	dir := c.t.TempDir()
 	cfgPath := filepath.Join(dir, "scheduler.yaml")
-	config := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %s
-  qps: 500
-  burst: 1000
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: %s
-  plugins:
-    preFilter:
-      enabled:
-      - name: UserQuota
-    reserve:
-      enabled:
-      - name: UserQuota
-    postFilter:
-      disabled:
-      - name: DefaultPreemption
-      enabled:
-      - name: UserQuota
-  pluginConfig:
-  - name: UserQuota
-    args:
-      configMapNamespace: %s
-      restAddress: ""
-`, c.kubeconfig, schedulerName, c.ns)
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+	config := controlplane.SchedulerConfig{Kubeconfig: c.kubeconfig, QPS: 500, Burst: 1000, UserQuota: true,
+		Args: map[string]string{"configMapNamespace": c.ns, "restAddress": ""}}
+	if err := os.WriteFile(cfgPath, config.YAML(), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
 	opts := options.NewOptions()

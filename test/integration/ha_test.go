@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
 // haConfig limits alice to 2 cpu and the group dev to 4 cpu in root.team.
@@ -49,14 +51,14 @@ var haLeaderElection = map[string]any{
 func TestLeaderFailover(t *testing.T) {
 	c := newCluster(t, 2, rbacAPIServer)
 	m := c.installManifests()
-	c.setConfigMap(systemNamespace, haConfig)
+	c.setQueueConfigIn(systemNamespace, haConfig)
 	config := m.schedulerConfigFor(t, haLeaderElection)
 	a := c.startSchedulerProcess("a", config, m.kubeconfig)
 	b := c.startSchedulerProcess("b", config, m.kubeconfig)
 
 	leader, follower := c.waitLeader(a, b)
 	oldHolder := c.leaseHolder()
-	t.Logf("leader %s (%s), follower %s", leader.name, oldHolder, follower.name)
+	t.Logf("leader %s (%s), follower %s", leader.Name, oldHolder, follower.Name)
 	// The follower's informers and handlers have synced: it is tracking usage.
 	c.eventually("follower ready", 30*time.Second, func() (bool, error) {
 		code, _, err := follower.request("/readyz", "")
@@ -87,10 +89,10 @@ func TestLeaderFailover(t *testing.T) {
 	}
 
 	start := time.Now()
-	leader.kill()
+	leader.Kill()
 	c.eventually("the follower takes the Lease", 30*time.Second, func() (bool, error) {
-		if !follower.running() {
-			return false, fmt.Errorf("the follower exited:\n%s", follower.logTail(30))
+		if !follower.Running() {
+			return false, fmt.Errorf("the follower exited:\n%s", follower.LogTail(30))
 		}
 		h := c.leaseHolder()
 		return h != "" && h != oldHolder && follower.acquiredLease(), nil
@@ -155,18 +157,6 @@ func (c *cluster) waitLeader(a, b *schedulerProcess) (leader, follower *schedule
 	return leader, follower
 }
 
-// setConfigMap writes queue config into the ConfigMap the installed
-// scheduler reads (userquota-config in ns).
-func (c *cluster) setConfigMap(ns, queues string) {
-	c.t.Helper()
-	cm := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "userquota-config", "namespace": ns},
-		"data":     map[string]any{"queues.yaml": queues},
-	}}
-	c.apply(cm, false)
-}
-
 // setRunning sets the pod's phase to Running, as its kubelet would.
 func (c *cluster) setRunning(name string) {
 	c.t.Helper()
@@ -202,31 +192,33 @@ func (c *cluster) restUsage(p *schedulerProcess, m *installed) map[string]string
 	for _, kind := range []string{"users", "groups", "queues"} {
 		path := fmt.Sprintf("/ws/v1/partition/default/usage/%s", kind)
 		var code int
-		var body string
+		var body []byte
 		var err error
 		for _, scheme := range []string{"https", "http"} {
-			code, body, err = getURL(fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, p.restPort, path), m.restToken)
+			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+			code, body, err = controlplane.Get(ctx, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, p.restPort, path), m.restToken)
+			cancel()
 			if err == nil {
 				break
 			}
 		}
 		if err != nil {
 			if strings.Contains(err.Error(), "connection refused") {
-				c.t.Logf("scheduler %s serves no REST API on %d: usage compared through behaviour only", p.name, p.restPort)
+				c.t.Logf("scheduler %s serves no REST API on %d: usage compared through behaviour only", p.Name, p.restPort)
 				return nil
 			}
-			c.t.Fatalf("scheduler %s REST %s: %v", p.name, path, err)
+			c.t.Fatalf("scheduler %s REST %s: %v", p.Name, path, err)
 		}
 		if code == http.StatusServiceUnavailable {
-			c.t.Logf("scheduler %s REST %s: %.200s", p.name, path, body)
+			c.t.Logf("scheduler %s REST %s: %.200s", p.Name, path, body)
 			return nil
 		}
 		if code != http.StatusOK {
-			c.t.Fatalf("scheduler %s REST %s: status %d: %.300s", p.name, path, code, body)
+			c.t.Fatalf("scheduler %s REST %s: status %d: %.300s", p.Name, path, code, body)
 		}
 		var v any
-		if err := json.Unmarshal([]byte(body), &v); err != nil {
-			c.t.Fatalf("scheduler %s REST %s: %v", p.name, path, err)
+		if err := json.Unmarshal(body, &v); err != nil {
+			c.t.Fatalf("scheduler %s REST %s: %v", p.Name, path, err)
 		}
 		canonical, _ := json.Marshal(v)
 		out[kind] = string(canonical)

@@ -6,43 +6,24 @@
 // manifests' scheduler config shape. Nodes are API objects; nothing runs on
 // them. Tests change pod phases through the API as a kubelet would.
 //
-// The Kubernetes test packages used here are not stable API across minor
-// versions, so all use of them stays in this file and cluster_test.go.
+// The control plane (etcd, the API server, the scheduler binary as a
+// process) comes from test/internal/controlplane, which the perf and soak
+// tiers share; the Kubernetes test server, not stable API across minor
+// versions, is used only there.
 package integration
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
+	"github.com/userquota/userquota/test/internal/controlplane/apiserver"
 	"github.com/userquota/userquota/test/internal/etcdtest"
 )
 
-// etcdURL is the client URL of the etcd shared by every test; each test's
-// API server stores under its own prefix.
-var etcdURL string
-
+// TestMain runs every test on one etcd; each test's API server stores
+// under its own prefix.
 func TestMain(m *testing.M) {
-	stop, err := startEtcd()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting etcd:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stop()
+	code := apiserver.EtcdMain(etcdtest.Options{Name: "integration", LogLevel: "error"}, m.Run)
 	removeBuiltBinaries()
 	os.Exit(code)
-}
-
-// freePort returns a free loopback port.
-func freePort() (int, error) { return etcdtest.FreePort() }
-
-// startEtcd starts the etcd shared by every test and sets etcdURL.
-func startEtcd() (func(), error) {
-	u, stop, err := etcdtest.Start(etcdtest.Options{Name: "integration", LogLevel: "error"})
-	if err != nil {
-		return nil, err
-	}
-	etcdURL = u
-	return stop, nil
 }

@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestManifestsReclaim: the scheduler binary with only the manifests' RBAC
@@ -19,13 +16,7 @@ func TestManifestsReclaim(t *testing.T) {
 	c := newCluster(t, 1, rbacAPIServer)
 	m := c.installManifests()
 	// The manifests' queue-config ConfigMap, with an elastic config.
-	cm := &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "userquota-config"},
-		Data:       map[string]string{"queues.yaml": elasticConfig},
-	}
-	if _, err := c.client.CoreV1().ConfigMaps(systemNamespace).Update(c.ctx, cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.setQueueConfigIn(systemNamespace, elasticConfig)
 	s := c.startSchedulerProcess("scheduler", m.schedulerConfigFor(t, nil), m.kubeconfig)
 	c.eventually("the scheduler holds the Lease", 30*time.Second, func() (bool, error) {
 		if bad := s.forbiddenLines(); bad != "" {

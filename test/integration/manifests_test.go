@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,9 +34,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
+	"github.com/userquota/userquota/test/internal/controlplane"
+	"github.com/userquota/userquota/test/internal/etcdtest"
 )
 
 // What manifests/ installs, as the tests below rely on it.
@@ -307,7 +306,10 @@ func (c *cluster) installManifests() *installed {
 	}
 	cfg := rest.AnonymousClientConfig(c.config)
 	cfg.BearerToken = tr.Status.Token
-	m.kubeconfig = writeKubeconfig(c.t, cfg)
+	m.kubeconfig = filepath.Join(c.t.TempDir(), "kubeconfig")
+	if err := controlplane.WriteKubeconfig(m.kubeconfig, cfg); err != nil {
+		c.t.Fatal(err)
+	}
 	return m
 }
 
@@ -332,35 +334,10 @@ func (c *cluster) waitAuthorized(user string, attrs ...authorizationv1.ResourceA
 // REST API on loopback, and the given leaderElection fields.
 func (m *installed) schedulerConfigFor(t *testing.T, leaderElection map[string]any) func(kubeconfig, restAddress string) []byte {
 	return func(kubeconfig, restAddress string) []byte {
-		var cfg map[string]any
-		if err := sigsyaml.Unmarshal([]byte(m.schedulerConfig), &cfg); err != nil {
-			t.Fatal(err)
-		}
-		cc, _ := cfg["clientConnection"].(map[string]any)
-		if cc == nil {
-			cc = map[string]any{}
-		}
-		cc["kubeconfig"] = kubeconfig
-		cfg["clientConnection"] = cc
-		le, _ := cfg["leaderElection"].(map[string]any)
-		for k, v := range leaderElection {
-			le[k] = v
-		}
-		set := false
-		for _, p := range cfg["profiles"].([]any) {
-			for _, pc := range p.(map[string]any)["pluginConfig"].([]any) {
-				if pc := pc.(map[string]any); pc["name"] == userquota.Name {
-					pc["args"].(map[string]any)["restAddress"] = restAddress
-					set = true
-				}
-			}
-		}
-		if !set {
-			t.Fatal("the scheduler config has no UserQuota pluginConfig")
-		}
-		out, err := sigsyaml.Marshal(cfg)
+		out, err := controlplane.ProductionSchedulerConfig([]byte(m.schedulerConfig), kubeconfig, leaderElection,
+			map[string]any{"restAddress": restAddress})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the scheduler config of manifests/: %v", err)
 		}
 		return out
 	}
@@ -555,12 +532,8 @@ func removeBuiltBinaries() {
 
 // schedulerProcess is a userquota-scheduler started by startSchedulerProcess.
 type schedulerProcess struct {
-	name       string
-	cmd        *exec.Cmd
-	logPath    string
-	securePort int
-	restPort   int
-	exited     chan struct{} // closed when the process has exited
+	*controlplane.Scheduler
+	restPort int
 }
 
 // startSchedulerProcess runs the binary with the config that config makes
@@ -572,42 +545,26 @@ func (c *cluster) startSchedulerProcess(name string, config func(kubeconfig, res
 	c.t.Helper()
 	bin := schedulerBinary(c.t)
 	dir := c.t.TempDir()
-	securePort, err := freePort()
+	restPort, err := etcdtest.FreePort()
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	restPort, err := freePort()
+	s, err := controlplane.NewScheduler(controlplane.SchedulerOptions{
+		Name: name, Binary: bin, LogDir: dir, Verbosity: 2,
+		Config: config(kubeconfig, fmt.Sprintf("127.0.0.1:%d", restPort)), ConfigFile: filepath.Join(dir, schedulerConfigFn),
+		Kubeconfig: kubeconfig,
+	})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cfgPath := filepath.Join(dir, schedulerConfigFn)
-	if err := os.WriteFile(cfgPath, config(kubeconfig, fmt.Sprintf("127.0.0.1:%d", restPort)), 0o600); err != nil {
+	p := &schedulerProcess{Scheduler: s, restPort: restPort}
+	if err := p.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	p := &schedulerProcess{name: name, logPath: filepath.Join(dir, name+".log"), securePort: securePort, restPort: restPort, exited: make(chan struct{})}
-	logFile, err := os.Create(p.logPath)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin,
-		"--config="+cfgPath,
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", securePort),
-		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--v=2")
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		c.t.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
 	c.t.Cleanup(func() {
-		p.stop()
+		p.Stop(10 * time.Second)
 		if c.t.Failed() {
-			c.t.Logf("last lines of scheduler %s's log:\n%s", p.name, p.logTail(40))
+			c.t.Logf("last lines of scheduler %s's log:\n%s", p.Name, p.LogTail(40))
 		}
 	})
 	deadline := time.Now().Add(60 * time.Second)
@@ -615,8 +572,8 @@ func (c *cluster) startSchedulerProcess(name string, config func(kubeconfig, res
 		if code, _, err := p.request("/healthz", ""); err == nil && code == http.StatusOK {
 			return p
 		}
-		if !p.running() {
-			c.t.Fatalf("scheduler %s exited: %v\n%s", name, p.cmd.ProcessState, p.logTail(40))
+		if !p.Running() {
+			c.t.Fatalf("scheduler %s exited: %v\n%s", name, p.ExitStatus(), p.LogTail(40))
 		}
 		// A missing permission can keep it from starting (a ConfigMap or an
 		// informer it waits for): say so now rather than at the timeout.
@@ -624,67 +581,19 @@ func (c *cluster) startSchedulerProcess(name string, config func(kubeconfig, res
 			c.t.Fatalf("scheduler %s was refused requests while starting (a permission missing from manifests/rbac.yaml?):\n%s", name, bad)
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("scheduler %s: /healthz not ok after 60s\n%s", name, p.logTail(40))
+			c.t.Fatalf("scheduler %s: /healthz not ok after 60s\n%s", name, p.LogTail(40))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func (p *schedulerProcess) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop sends SIGTERM, then SIGKILL after 10 s, and waits for the exit.
-func (p *schedulerProcess) stop() {
-	if !p.running() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		p.kill()
-	}
-}
-
-// kill is kill -9: the process gets no chance to release its Lease.
-func (p *schedulerProcess) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-var insecureClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's self-signed serving cert, on loopback
-}}
-
 // request GETs path from the scheduler's HTTPS server, with a bearer token
 // unless token is empty.
 func (p *schedulerProcess) request(path, token string) (int, string, error) {
-	return getURL(fmt.Sprintf("https://127.0.0.1:%d%s", p.securePort, path), token)
-}
-
-func getURL(url, token string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := insecureClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	code, body, err := p.Get(ctx, path, token)
+	return code, string(body), err
 }
 
 // get GETs path and fails the test unless the status is want.
@@ -692,32 +601,19 @@ func (p *schedulerProcess) get(t *testing.T, path, token string, want int) strin
 	t.Helper()
 	code, body, err := p.request(path, token)
 	if err != nil {
-		t.Fatalf("scheduler %s GET %s: %v", p.name, path, err)
+		t.Fatalf("scheduler %s GET %s: %v", p.Name, path, err)
 	}
 	if code != want {
-		t.Fatalf("scheduler %s GET %s: status %d, want %d: %.300s", p.name, path, code, want, body)
+		t.Fatalf("scheduler %s GET %s: status %d, want %d: %.300s", p.Name, path, code, want, body)
 	}
 	return body
-}
-
-func (p *schedulerProcess) log() string {
-	b, _ := os.ReadFile(p.logPath)
-	return string(b)
-}
-
-func (p *schedulerProcess) logTail(n int) string {
-	lines := strings.Split(strings.TrimRight(p.log(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // acquiredLease reports whether the process has logged that it leads.
 func (p *schedulerProcess) acquiredLease() bool {
 	// client-go's leaderelection: "Successfully acquired lease" (older
 	// versions: "successfully acquired lease").
-	return strings.Contains(strings.ToLower(p.log()), "successfully acquired lease")
+	return strings.Contains(strings.ToLower(p.Log()), "successfully acquired lease")
 }
 
 // forbidden matches the API server's answer to a request RBAC denies, as
@@ -731,14 +627,14 @@ var forbidden = regexp.MustCompile(`(?i)forbidden`)
 func (p *schedulerProcess) requireNoForbidden(t *testing.T) {
 	t.Helper()
 	if bad := p.forbiddenLines(); bad != "" {
-		t.Errorf("scheduler %s was refused requests (a permission missing from manifests/rbac.yaml?):\n%s", p.name, bad)
+		t.Errorf("scheduler %s was refused requests (a permission missing from manifests/rbac.yaml?):\n%s", p.Name, bad)
 	}
 }
 
 // forbiddenLines returns the log lines about refused requests, if any.
 func (p *schedulerProcess) forbiddenLines() string {
 	var bad []string
-	for _, l := range strings.Split(p.log(), "\n") {
+	for _, l := range strings.Split(p.Log(), "\n") {
 		if forbidden.MatchString(l) {
 			bad = append(bad, l)
 		}

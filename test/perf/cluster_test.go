@@ -3,7 +3,6 @@ package perf
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -15,25 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	"k8s.io/utils/ptr"
-)
 
-// The Kubernetes test server is not stable API across minor versions: all
-// use of it stays in this file.
+	"github.com/userquota/userquota/test/internal/controlplane"
+	"github.com/userquota/userquota/test/internal/controlplane/apiserver"
+)
 
 const (
 	// schedulerName is the profile the scheduler serves and pods name.
-	schedulerName = "userquota-scheduler"
+	schedulerName = controlplane.SchedulerName
 	// podNamespace holds the measured pods; configNamespace the ConfigMap.
 	podNamespace    = "perf"
 	configNamespace = "userquota-system"
-	configMapName   = "userquota-config"
 )
 
 // cluster is an API server on the shared etcd with nodes.
@@ -50,20 +44,14 @@ type cluster struct {
 // namespaces and nodes nodes of 32 cpu, 128Gi and 110 pods.
 func newCluster(t testing.TB, prefix string, nodes int) *cluster {
 	t.Helper()
-	storage := storagebackend.NewDefaultConfig("/"+prefix, nil)
-	storage.Transport.ServerList = []string{etcdURL}
-	server := kubeapiservertesting.StartTestServerOrDie(t, nil, []string{
-		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-		// Between runs the harness deletes every pod of the run at once.
-		"--delete-collection-workers=4",
-	}, storage)
-	t.Cleanup(server.TearDownFn)
-	cfg := rest.CopyConfig(server.ClientConfig)
+	// Between runs the harness deletes every pod of the run at once.
+	server := apiserver.Start(t, prefix, "--delete-collection-workers=4")
+	cfg := server.Config
 	cfg.QPS, cfg.Burst = 5000, 5000
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := &cluster{t: t, ctx: ctx, client: kubernetes.NewForConfigOrDie(cfg), config: cfg, token: cfg.BearerToken}
-	c.kubeconfig = writeKubeconfig(t, cfg)
+	c := &cluster{t: t, ctx: ctx, client: kubernetes.NewForConfigOrDie(cfg), config: cfg, token: cfg.BearerToken,
+		kubeconfig: server.Kubeconfig}
 	for _, ns := range []string{podNamespace, configNamespace} {
 		if _, err := c.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -97,22 +85,6 @@ func perfNode(i int) *v1.Node {
 	}
 }
 
-func writeKubeconfig(t testing.TB, cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["perf"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
-		CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure, TLSServerName: cfg.ServerName}
-	kc.AuthInfos["perf"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
-		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile}
-	kc.Contexts["perf"] = &clientcmdapi.Context{Cluster: "perf", AuthInfo: "perf"}
-	kc.CurrentContext = "perf"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // parallel runs fn(0..n-1) on 16 workers and returns the first error.
 func (c *cluster) parallel(n int, fn func(i int) error) error {
 	var next atomic.Int64
@@ -143,15 +115,7 @@ func (c *cluster) parallel(n int, fn func(i int) error) error {
 // setQueueConfig creates or replaces the ConfigMap the plugin reads.
 func (c *cluster) setQueueConfig(yaml string) {
 	c.t.Helper()
-	cm := &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: configNamespace, Name: configMapName},
-		Data:       map[string]string{"queues.yaml": yaml},
-	}
-	cms := c.client.CoreV1().ConfigMaps(configNamespace)
-	if _, err := cms.Update(c.ctx, cm, metav1.UpdateOptions{}); err == nil {
-		return
-	}
-	if _, err := cms.Create(c.ctx, cm, metav1.CreateOptions{}); err != nil {
+	if err := controlplane.SetQueueConfig(c.ctx, c.client, configNamespace, yaml); err != nil {
 		c.t.Fatal(err)
 	}
 }

@@ -21,15 +21,16 @@ package perf
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/userquota/userquota/test/internal/etcdtest"
 	"k8s.io/klog/v2"
+
+	"github.com/userquota/userquota/test/internal/controlplane/apiserver"
+	"github.com/userquota/userquota/test/internal/etcdtest"
 )
 
 var (
@@ -53,10 +54,6 @@ var (
 	warmup       = flag.Bool("warmup", true, "TestThroughput: one unreported baseline run first (the API server's start-up work settles)")
 )
 
-// etcdURL is the client URL of the embedded etcd; each API server stores
-// under its own prefix.
-var etcdURL string
-
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if !*perfFlag {
@@ -71,28 +68,10 @@ func TestMain(m *testing.M) {
 	_ = klogFlags.Set("alsologtostderr", "false")
 	_ = klogFlags.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-	stop, err := startEtcd()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting etcd:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stop()
+	// One etcd; each API server stores under its own prefix.
+	code := apiserver.EtcdMain(etcdtest.Options{Name: "perf", LogLevel: "fatal", QuotaBackendBytes: 8 << 30}, m.Run)
 	if binary.path != "" {
 		os.RemoveAll(filepath.Dir(binary.path))
 	}
 	os.Exit(code)
-}
-
-// freePort returns a free loopback port.
-func freePort() (int, error) { return etcdtest.FreePort() }
-
-// startEtcd starts the etcd shared by every test and sets etcdURL.
-func startEtcd() (func(), error) {
-	u, stop, err := etcdtest.Start(etcdtest.Options{Name: "perf", LogLevel: "fatal", QuotaBackendBytes: 8 << 30})
-	if err != nil {
-		return nil, err
-	}
-	etcdURL = u
-	return stop, nil
 }

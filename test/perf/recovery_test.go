@@ -90,8 +90,8 @@ func (c *cluster) recoverOnce(t *testing.T, w workload, p profile, run, n int) *
 	s := c.startScheduler(p, dir)
 	r := &recoveryResult{Profile: string(p), Run: run, Pods: n}
 	err := wait.PollUntilContextTimeout(c.ctx, 20*time.Millisecond, *runTimeout, true, func(ctx context.Context) (bool, error) {
-		if !s.running() {
-			return false, fmt.Errorf("scheduler exited: %v", s.cmd.ProcessState)
+		if !s.Running() {
+			return false, fmt.Errorf("scheduler exited: %v", s.ExitStatus())
 		}
 		got, err := pods.Get(ctx, probe.Name, metav1.GetOptions{})
 		if err != nil {
@@ -100,9 +100,9 @@ func (c *cluster) recoverOnce(t *testing.T, w workload, p profile, run, n int) *
 		return got.Spec.NodeName != "", nil
 	})
 	if err != nil {
-		t.Fatalf("recovery run %d %s: probe pod not bound: %v\n%s", run, p, err, s.logTail(40))
+		t.Fatalf("recovery run %d %s: probe pod not bound: %v\n%s", run, p, err, s.LogTail(40))
 	}
-	r.FirstDecision = time.Since(s.started).Seconds()
+	r.FirstDecision = time.Since(s.StartedAt()).Seconds()
 	r.CPU, _ = s.cpuSeconds()
 	r.RSS = s.rssBytes()
 	_, m, err := s.metrics(c.ctx)

@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -20,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
 // profile says which plugins the scheduler runs.
@@ -37,41 +36,14 @@ const (
 // both profiles but for the plugins block. The client QPS is raised so the
 // client limiter is not the ceiling; restAddress "" and no leader election
 // as for one process on a laptop (hack/local-up.sh does the same).
-func schedulerConfig(kubeconfig string, p profile, qps int) string {
-	plugins := ""
-	if p == withQuota {
-		plugins = `  plugins:
-    preFilter:
-      enabled:
-      - name: UserQuota
-    reserve:
-      enabled:
-      - name: UserQuota
-    postFilter:
-      disabled:
-      - name: DefaultPreemption
-      enabled:
-      - name: UserQuota
-`
-	}
-	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %s
-  qps: %d
-  burst: %d
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: %s
-%s  pluginConfig:
-  - name: UserQuota
-    args:
-      configMapNamespace: %s
-      configMapName: %s
-      restAddress: ""
-      leaderElectionLease: ""
-`, kubeconfig, qps, qps, schedulerName, plugins, configNamespace, configMapName)
+func schedulerConfig(kubeconfig string, p profile, qps int) []byte {
+	return controlplane.SchedulerConfig{Kubeconfig: kubeconfig, QPS: qps, Burst: qps, UserQuota: p == withQuota,
+		Args: map[string]string{
+			"configMapNamespace":  configNamespace,
+			"configMapName":       controlplane.QueueConfigMap,
+			"restAddress":         "",
+			"leaderElectionLease": "",
+		}}.YAML()
 }
 
 // binary is the copy of -scheduler every run executes, made at first use:
@@ -87,19 +59,15 @@ var binary struct {
 func binaryCopy(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
-		src, err := os.ReadFile(*schedulerBin)
-		if err != nil {
-			binary.err = fmt.Errorf("scheduler binary: %v (run make build, or pass -scheduler)", err)
-			return
-		}
 		dir, err := os.MkdirTemp("", "userquota-perf-bin")
 		if err != nil {
 			binary.err = err
 			return
 		}
 		binary.path = filepath.Join(dir, "userquota-scheduler")
-		binary.err = os.WriteFile(binary.path, src, 0o755)
-		binary.sum = fmt.Sprintf("%x", sha256.Sum256(src))[:12]
+		if binary.sum, err = controlplane.CopyBinary(*schedulerBin, binary.path); err != nil {
+			binary.err = fmt.Errorf("scheduler binary: %v (run make build, or pass -scheduler)", err)
+		}
 	})
 	if binary.err != nil {
 		t.Fatal(binary.err)
@@ -109,12 +77,8 @@ func binaryCopy(t testing.TB) string {
 
 // schedulerProcess is a running bin/userquota-scheduler.
 type schedulerProcess struct {
-	cmd        *exec.Cmd
-	started    time.Time
-	logPath    string
-	securePort int
-	token      string
-	exited     chan struct{}
+	*controlplane.Scheduler
+	token string // reads /metrics and /debug/pprof
 }
 
 // startScheduler runs the binary with the profile's config; its HTTPS
@@ -122,73 +86,24 @@ type schedulerProcess struct {
 // through the API server with the harness's own token.
 func (c *cluster) startScheduler(p profile, dir string) *schedulerProcess {
 	c.t.Helper()
-	bin := binaryCopy(c.t)
-	port, err := freePort()
+	sched, err := controlplane.NewScheduler(controlplane.SchedulerOptions{
+		Name: "scheduler", Binary: binaryCopy(c.t), LogDir: dir, Verbosity: *verbosity,
+		Config: schedulerConfig(c.kubeconfig, p, *qpsFlag), ConfigFile: filepath.Join(dir, "scheduler-config.yaml"),
+		Kubeconfig: c.kubeconfig,
+	})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cfgPath := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(schedulerConfig(c.kubeconfig, p, *qpsFlag)), 0o600); err != nil {
+	s := &schedulerProcess{Scheduler: sched, token: c.token}
+	if err := s.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	s := &schedulerProcess{logPath: filepath.Join(dir, "scheduler.log"), securePort: port, token: c.token, exited: make(chan struct{})}
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	s.cmd = exec.Command(bin,
-		"--config="+cfgPath,
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--authentication-kubeconfig="+c.kubeconfig, "--authorization-kubeconfig="+c.kubeconfig,
-		fmt.Sprintf("--v=%d", *verbosity))
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	// If this test process dies (a timeout's panic), so does the scheduler.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	s.started = time.Now()
-	if err := s.cmd.Start(); err != nil {
-		logFile.Close()
-		c.t.Fatal(err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		logFile.Close()
-		close(s.exited)
-	}()
 	c.t.Cleanup(s.stop)
 	return s
 }
 
-func (s *schedulerProcess) running() bool {
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // stop sends SIGTERM, then SIGKILL after 10 s, and waits for the exit.
-func (s *schedulerProcess) stop() {
-	if !s.running() {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-func (s *schedulerProcess) logTail(n int) string {
-	b, _ := os.ReadFile(s.logPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (s *schedulerProcess) stop() { s.Stop(10 * time.Second) }
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
 // on every Linux architecture Go supports.
@@ -196,7 +111,7 @@ const clockTicks = 100
 
 // cpuSeconds returns the user+system CPU time of the process, all threads.
 func (s *schedulerProcess) cpuSeconds() (float64, error) {
-	return procCPU(s.cmd.Process.Pid)
+	return procCPU(s.Pid())
 }
 
 func procCPU(pid int) (float64, error) {
@@ -228,7 +143,7 @@ func selfCPU() float64 {
 }
 
 // rssBytes returns the process's resident set size.
-func (s *schedulerProcess) rssBytes() float64 { return procRSS(s.cmd.Process.Pid) }
+func (s *schedulerProcess) rssBytes() float64 { return procRSS(s.Pid()) }
 
 // procRSS returns a process's resident set size from /proc.
 func procRSS(pid int) float64 {
@@ -248,28 +163,16 @@ func procRSS(pid int) float64 {
 	return math.NaN()
 }
 
-var insecureClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's self-signed serving cert, on loopback
-}}
-
 // metrics scrapes the scheduler's /metrics: the text and its samples.
 func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.securePort), nil)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	code, b, err := s.Get(ctx, "/metrics", s.token)
 	if err != nil {
 		return nil, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := insecureClient.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("GET /metrics: %s: %.300s", resp.Status, b)
+	if code != http.StatusOK {
+		return nil, nil, fmt.Errorf("GET /metrics: %d %s: %.300s", code, http.StatusText(code), b)
 	}
 	m, err := parseMetrics(bytes.NewReader(b))
 	return b, m, err
@@ -277,24 +180,14 @@ func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, erro
 
 // cpuProfile fetches /debug/pprof/profile for d and writes it under -out.
 func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, name string) error {
-	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.securePort, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	code, b, err := s.Get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), s.token)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	client := &http.Client{Timeout: d + 30*time.Second, Transport: insecureClient.Transport}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/profile: %s: %.300s", resp.Status, b)
+	if code != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: %d %s: %.300s", code, http.StatusText(code), b)
 	}
 	writeRaw(name, b)
 	return nil

@@ -335,12 +335,12 @@ loop:
 					}
 				}()
 			}
-			if !s.running() {
-				t.Fatalf("run %d %s: scheduler exited: %v\n%s", run, pc.name, s.cmd.ProcessState, s.logTail(40))
+			if !s.Running() {
+				t.Fatalf("run %d %s: scheduler exited: %v\n%s", run, pc.name, s.ExitStatus(), s.LogTail(40))
 			}
 		case <-deadline:
 			b, ref, _ := counter.counts()
-			t.Fatalf("run %d %s: after %s only %d pods bound and %d refused of %d\n%s", run, pc.name, *runTimeout, b, ref, n, s.logTail(40))
+			t.Fatalf("run %d %s: after %s only %d pods bound and %d refused of %d\n%s", run, pc.name, *runTimeout, b, ref, n, s.LogTail(40))
 		}
 	}
 	ticker.Stop()
@@ -350,7 +350,7 @@ loop:
 	<-profiling
 	r.SchedCPUTotal = final.schedCPU
 	_, _, first := counter.counts()
-	r.StartToFirstBind = first.Sub(s.started).Seconds()
+	r.StartToFirstBind = first.Sub(s.StartedAt()).Seconds()
 	r.analyze(ticks, final)
 	// Refusals update the pod status after the last decision counted; give
 	// the scheduler a moment so /metrics has every attempt.

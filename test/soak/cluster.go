@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -18,20 +17,17 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
+	"github.com/userquota/userquota/test/internal/controlplane"
 	"github.com/userquota/userquota/test/internal/etcdtest"
 )
 
 const (
 	systemNamespace = "userquota-system"
-	configMapName   = "userquota-config"
-	configMapKey    = "queues.yaml"
 	leaseName       = "userquota-scheduler"
 )
 
@@ -41,11 +37,11 @@ var podNamespaces = []string{"soak-a", "soak-b"}
 // replica is one scheduler process slot ("a", "b"): the same ports and
 // config every time it is started again.
 type replica struct {
-	*proc
-	slot                 string
-	restPort, securePort int
-	acquired             atomic.Bool
-	acquiredAt           atomic.Int64 // unix nanos
+	*controlplane.Scheduler
+	slot       string
+	restPort   int
+	acquired   atomic.Bool
+	acquiredAt atomic.Int64 // unix nanos
 }
 
 // auditLog collects the scheduler's audit repairs (pkg/plugins/userquota,
@@ -67,7 +63,7 @@ func (a *auditLog) all() []string {
 	return append([]string(nil), a.lines...)
 }
 
-func (r *replica) leading() bool { return r.running() && r.acquired.Load() }
+func (r *replica) leading() bool { return r.Running() && r.acquired.Load() }
 
 // cluster is the control plane and the scheduler replicas.
 type cluster struct {
@@ -75,8 +71,8 @@ type cluster struct {
 	dir, logDir, pki  string
 	etcdURL           string
 	apiPort           int
-	apiserver         *proc
-	kcm, kwok         *proc
+	apiserver         *controlplane.Process
+	kcm, kwok         *controlplane.Process
 	replicas          []*replica
 	client            kubernetes.Interface
 	adminToken        string
@@ -135,21 +131,20 @@ func newCluster(o *options, dir string) (*cluster, error) {
 	c.adminKC = filepath.Join(c.pki, "admin.kubeconfig")
 	c.schedKC = filepath.Join(c.pki, "scheduler.kubeconfig")
 	c.kcmKC = filepath.Join(c.pki, "kcm.kubeconfig")
-	for _, kc := range []struct{ path, user, token string }{{c.adminKC, "admin", c.adminToken}, {c.schedKC, "scheduler", schedToken}, {c.kcmKC, "kcm", kcmToken}} {
-		if err := os.WriteFile(kc.path, []byte(kubeconfig(c.apiPort, filepath.Join(c.pki, "apiserver.crt"), kc.user, kc.token)), 0o600); err != nil {
+	for _, kc := range []struct{ path, token string }{{c.adminKC, c.adminToken}, {c.schedKC, schedToken}, {c.kcmKC, kcmToken}} {
+		if err := controlplane.WriteKubeconfig(kc.path, c.restConfig(kc.token)); err != nil {
 			return nil, err
 		}
 	}
 	bin := func(name string) string { return filepath.Join(o.toolsDir, name) }
-	c.apiserver = &proc{name: "kube-apiserver", bin: bin("kube-apiserver"), logDir: c.logDir, args: c.apiserverArgs}
+	// Its arguments name etcd, which start runs first.
+	c.apiserver = &controlplane.Process{Name: "kube-apiserver", Path: bin("kube-apiserver"), LogDir: c.logDir}
 	kcmPort := freePort()
-	c.kcm = &proc{name: "kube-controller-manager", bin: bin("kube-controller-manager"), logDir: c.logDir, args: func() []string {
-		return []string{
-			"--kubeconfig", c.kcmKC,
-			"--controllers", "deployment-controller,replicaset-controller,statefulset-controller,job-controller,garbage-collector-controller",
-			"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(kcmPort),
-			"--profiling=false",
-		}
+	c.kcm = &controlplane.Process{Name: "kube-controller-manager", Path: bin("kube-controller-manager"), LogDir: c.logDir, Args: []string{
+		"--kubeconfig", c.kcmKC,
+		"--controllers", "deployment-controller,replicaset-controller,statefulset-controller,job-controller,garbage-collector-controller",
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(kcmPort),
+		"--profiling=false",
 	}}
 	kwokPort := freePort()
 	stages := []string{
@@ -159,37 +154,31 @@ func newCluster(o *options, dir string) (*cluster, error) {
 		filepath.Join(o.repoRoot, "hack/kwok/pod-delete.yaml"),
 		filepath.Join(o.repoRoot, "test/soak/kwok/pod-complete.yaml"),
 	}
-	c.kwok = &proc{name: "kwok", bin: bin("kwok"), logDir: c.logDir, args: func() []string {
-		return []string{
-			"--kubeconfig", c.adminKC,
-			"--config", strings.Join(stages, ","),
-			"--manage-all-nodes=false",
-			"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
-			"--node-ip", "127.0.0.1", "--node-port", fmt.Sprint(kwokPort),
-			"--cidr", "10.244.0.0/16",
-			"--server-address", fmt.Sprintf("127.0.0.1:%d", kwokPort),
-			"--node-lease-duration-seconds", "40",
-		}
+	c.kwok = &controlplane.Process{Name: "kwok", Path: bin("kwok"), LogDir: c.logDir, Args: []string{
+		"--kubeconfig", c.adminKC,
+		"--config", strings.Join(stages, ","),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
+		"--node-ip", "127.0.0.1", "--node-port", fmt.Sprint(kwokPort),
+		"--cidr", "10.244.0.0/16",
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", kwokPort),
+		"--node-lease-duration-seconds", "40",
 	}}
 	for i := 0; i < o.replicas; i++ {
-		r := &replica{slot: string(rune('a' + i)), restPort: freePort(), securePort: freePort()}
-		cfgPath := filepath.Join(dir, "scheduler-"+r.slot+".yaml")
+		r := &replica{slot: string(rune('a' + i)), restPort: freePort()}
 		cfg, err := schedulerConfig(o, c.schedKC, r.restPort)
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		r.Scheduler, err = controlplane.NewScheduler(controlplane.SchedulerOptions{
+			Name: "scheduler-" + r.slot, Binary: o.schedulerBin, LogDir: c.logDir, Verbosity: o.verbosity,
+			Config: cfg, ConfigFile: filepath.Join(dir, "scheduler-"+r.slot+".yaml"),
+			Kubeconfig: c.schedKC,
+		})
+		if err != nil {
 			return nil, err
 		}
-		r.proc = &proc{name: "scheduler-" + r.slot, bin: o.schedulerBin, logDir: c.logDir, args: func() []string {
-			return []string{
-				"--config", cfgPath,
-				"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(r.securePort),
-				"--authentication-kubeconfig", c.schedKC, "--authorization-kubeconfig", c.schedKC,
-				fmt.Sprintf("--v=%d", o.verbosity),
-			}
-		}}
-		r.onLine = func(line string) {
+		r.OnLine = func(line string) {
 			if strings.Contains(line, "Audit: released") || strings.Contains(line, "Audit: charged") {
 				c.audits.add("scheduler-" + r.slot + ": " + line)
 			}
@@ -204,23 +193,11 @@ func newCluster(o *options, dir string) (*cluster, error) {
 	return c, nil
 }
 
-func kubeconfig(port int, ca, user, tok string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: soak
-  cluster:
-    server: https://127.0.0.1:%d
-    certificate-authority: %s
-users:
-- name: %s
-  user:
-    token: %s
-contexts:
-- name: soak
-  context: {cluster: soak, user: %s}
-current-context: soak
-`, port, ca, user, tok, user)
+// restConfig connects to the API server with a token, trusting the
+// certificate it generates in the pki folder.
+func (c *cluster) restConfig(token string) *rest.Config {
+	return &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(c.pki, "apiserver.crt")}}
 }
 
 // apiserverArgs: as hack/local-up.sh, without the admission plugins that
@@ -255,48 +232,21 @@ func schedulerConfig(o *options, kc string, restPort int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return nil, err
+	cfg, err := controlplane.ProductionSchedulerConfig(b, kc,
+		map[string]any{
+			"leaseDuration": o.leaseDuration.String(),
+			"renewDeadline": o.renewDeadline.String(),
+			"retryPeriod":   o.retryPeriod.String(),
+		},
+		map[string]any{
+			"restAddress":     fmt.Sprintf("127.0.0.1:%d", restPort),
+			"restAuth":        false,
+			"requireUserInfo": false,
+		})
+	if err != nil {
+		return nil, fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
 	}
-	cc, _ := cfg["clientConnection"].(map[string]any)
-	if cc == nil {
-		cc = map[string]any{}
-	}
-	cc["kubeconfig"] = kc
-	cfg["clientConnection"] = cc
-	le, _ := cfg["leaderElection"].(map[string]any)
-	if le == nil || le["leaderElect"] != true {
-		return nil, fmt.Errorf("manifests/scheduler-config.yaml: leaderElection.leaderElect is not true")
-	}
-	le["leaseDuration"] = o.leaseDuration.String()
-	le["renewDeadline"] = o.renewDeadline.String()
-	le["retryPeriod"] = o.retryPeriod.String()
-	profiles, _ := cfg["profiles"].([]any)
-	found := false
-	for _, p := range profiles {
-		pm, _ := p.(map[string]any)
-		pcs, _ := pm["pluginConfig"].([]any)
-		for _, pc := range pcs {
-			pcm, _ := pc.(map[string]any)
-			if pcm["name"] != "UserQuota" {
-				continue
-			}
-			args, _ := pcm["args"].(map[string]any)
-			if args == nil {
-				args = map[string]any{}
-				pcm["args"] = args
-			}
-			args["restAddress"] = fmt.Sprintf("127.0.0.1:%d", restPort)
-			args["restAuth"] = false
-			args["requireUserInfo"] = false
-			found = true
-		}
-	}
-	if !found {
-		return nil, fmt.Errorf("manifests/scheduler-config.yaml: no pluginConfig for UserQuota")
-	}
-	return yaml.Marshal(cfg)
+	return cfg, nil
 }
 
 // start brings up etcd, the API server, the controllers, kwok with the
@@ -307,12 +257,12 @@ func (c *cluster) start(ctx context.Context, firstConfig *qconfig) error {
 		return fmt.Errorf("etcd: %w", err)
 	}
 	c.etcdURL, c.stopEtcd = u, stop
+	c.apiserver.Args = c.apiserverArgs()
 	if err := c.startAPIServer(ctx); err != nil {
 		return err
 	}
-	cfg := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), BearerToken: c.adminToken,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(c.pki, "apiserver.crt")},
-		QPS:             500, Burst: 1000, Timeout: 15 * time.Second}
+	cfg := c.restConfig(c.adminToken)
+	cfg.QPS, cfg.Burst, cfg.Timeout = 500, 1000, 15*time.Second
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
@@ -321,15 +271,15 @@ func (c *cluster) start(ctx context.Context, firstConfig *qconfig) error {
 			return err
 		}
 	}
-	if err := c.writeConfig(ctx, firstConfig); err != nil {
+	if err := controlplane.SetQueueConfig(ctx, c.client, systemNamespace, firstConfig.yaml); err != nil {
 		return err
 	}
 	if c.o.controllers {
-		if err := c.kcm.start(); err != nil {
+		if err := c.kcm.Start(); err != nil {
 			return err
 		}
 	}
-	if err := c.kwok.start(); err != nil {
+	if err := c.kwok.Start(); err != nil {
 		return err
 	}
 	for i := 0; i < c.o.nodes; i++ {
@@ -371,36 +321,28 @@ func (c *cluster) start(ctx context.Context, firstConfig *qconfig) error {
 }
 
 func (c *cluster) startAPIServer(ctx context.Context) error {
-	if err := c.apiserver.start(); err != nil {
+	if err := c.apiserver.Start(); err != nil {
 		return err
 	}
 	c.apiStartedAt.Store(time.Now().UnixNano())
 	return c.waitFor(ctx, "kube-apiserver /readyz", 180*time.Second, func() (bool, error) {
-		if !c.apiserver.running() {
-			return false, fmt.Errorf("kube-apiserver exited (%s):\n%s", c.apiserver.exitStatus(), c.apiserver.logTail(30))
+		if !c.apiserver.Running() {
+			return false, fmt.Errorf("kube-apiserver exited (%s):\n%s", c.apiserver.ExitStatus(), c.apiserver.LogTail(30))
 		}
 		return c.apiReady(), nil
 	})
 }
 
-var insecure = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the API server's self-signed cert, on loopback
-}}
-
 func (c *cluster) apiReady() bool {
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/readyz", c.apiPort), nil)
-	req.Header.Set("Authorization", "Bearer "+c.adminToken)
-	resp, err := insecure.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	code, _, err := controlplane.Get(ctx, fmt.Sprintf("https://127.0.0.1:%d/readyz", c.apiPort), c.adminToken)
+	return err == nil && code == http.StatusOK
 }
 
 func (c *cluster) startReplica(r *replica) error {
 	r.acquired.Store(false)
-	return r.start()
+	return r.Start()
 }
 
 // leader returns the replica that holds the Lease: it logged acquiring it
@@ -473,31 +415,14 @@ func (c *cluster) waitFor(ctx context.Context, what string, timeout time.Duratio
 	}
 }
 
-// writeConfig creates or updates the queue config ConfigMap.
-func (c *cluster) writeConfig(ctx context.Context, cfg *qconfig) error {
-	cms := c.client.CoreV1().ConfigMaps(systemNamespace)
-	cm, err := cms.Get(ctx, configMapName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName, Namespace: systemNamespace},
-			Data: map[string]string{configMapKey: cfg.yaml}}, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	cm.Data = map[string]string{configMapKey: cfg.yaml}
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	return err
-}
-
 // stopAll stops every process, schedulers first, and etcd.
 func (c *cluster) stopAll() {
 	for _, r := range c.replicas {
-		r.stop(10 * time.Second)
+		r.Stop(10 * time.Second)
 	}
-	c.kwok.stop(10 * time.Second)
-	c.kcm.stop(10 * time.Second)
-	c.apiserver.stop(30 * time.Second)
+	c.kwok.Stop(10 * time.Second)
+	c.kcm.Stop(10 * time.Second)
+	c.apiserver.Stop(30 * time.Second)
 	if c.stopEtcd != nil {
 		c.stopEtcd()
 	}

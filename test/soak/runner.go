@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
 func nprocs() int { return runtime.NumCPU() }
@@ -99,17 +100,13 @@ func (r *runner) run(ctx context.Context, cancel func()) int {
 
 	// Run a copy of the scheduler binary: a `make build` elsewhere during
 	// a long run must not change the binary restarts execute.
-	b, err := os.ReadFile(o.schedulerBin)
+	copyPath := filepath.Join(o.out, "userquota-scheduler")
+	sum, err := controlplane.CopyBinary(o.schedulerBin, copyPath)
 	if err != nil {
 		fail("%v", err)
 	}
-	copyPath := filepath.Join(o.out, "userquota-scheduler")
-	if err := os.WriteFile(copyPath, b, 0o755); err != nil {
-		fail("%v", err)
-	}
 	o.schedulerBin = copyPath
-	sum := sha256.Sum256(b)
-	r.fig.Binary = fmt.Sprintf("bin/userquota-scheduler (sha256 %x)", sum[:6])
+	r.fig.Binary = fmt.Sprintf("bin/userquota-scheduler (sha256 %s)", sum)
 	r.fig.Source = sourceVersion(o.repoRoot)
 	r.logf("scheduler: %s; source: %s", r.fig.Binary, r.fig.Source)
 
@@ -306,7 +303,7 @@ func (r *runner) killLeader(ctx context.Context) faultEnd {
 		return faultEnd{kind: faultKill, at: time.Now()}
 	}
 	t0 := time.Now()
-	l.kill()
+	l.Kill()
 	r.figMu.Lock()
 	r.fig.Kills++
 	r.figMu.Unlock()
@@ -344,7 +341,7 @@ func (r *runner) killLeader(ctx context.Context) faultEnd {
 func (r *runner) freezeFollower(ctx context.Context) faultEnd {
 	var f *replica
 	for _, rep := range r.c.replicas {
-		if rep.running() && !rep.leading() {
+		if rep.Running() && !rep.leading() {
 			f = rep
 		}
 	}
@@ -353,13 +350,13 @@ func (r *runner) freezeFollower(ctx context.Context) faultEnd {
 		return faultEnd{kind: faultFreeze, at: time.Now()}
 	}
 	d := time.Duration(5000+r.rng.Intn(10000)) * time.Millisecond
-	if err := f.signal(syscall.SIGSTOP); err != nil {
+	if err := f.Signal(syscall.SIGSTOP); err != nil {
 		r.logf("SIGSTOP scheduler-%s: %v", f.slot, err)
 		return faultEnd{kind: faultFreeze, at: time.Now()}
 	}
 	r.logf("SIGSTOP scheduler-%s (the follower) for %.1fs", f.slot, d.Seconds())
 	r.sleep(ctx, d)
-	_ = f.signal(syscall.SIGCONT)
+	_ = f.Signal(syscall.SIGCONT)
 	r.figMu.Lock()
 	r.fig.Freezes++
 	r.figMu.Unlock()
@@ -386,9 +383,9 @@ func (r *runner) restartAPIServer(ctx context.Context) faultEnd {
 		// kube-apiserver stops listening at once but waits for its
 		// watches to drain; like a kubelet, give it a grace period.
 		how = "SIGTERM"
-		r.c.apiserver.stop(10 * time.Second)
+		r.c.apiserver.Stop(10 * time.Second)
 	} else {
-		r.c.apiserver.kill()
+		r.c.apiserver.Kill()
 	}
 	r.logf("kube-apiserver stopped (%s)", how)
 	r.sleep(ctx, time.Duration(r.rng.Intn(2000))*time.Millisecond)
@@ -411,7 +408,7 @@ func (r *runner) restartAPIServer(ctx context.Context) faultEnd {
 
 func (r *runner) noSchedulerWindow(ctx context.Context) faultEnd {
 	for _, rep := range r.c.replicas {
-		rep.kill()
+		rep.Kill()
 	}
 	r.h.setNoScheduler(true)
 	r.logf("every scheduler replica killed")
@@ -446,13 +443,13 @@ func (r *runner) supervise(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, rep := range r.c.replicas {
-			if !rep.exitedUnexpectedly() {
+			if !rep.ExitedUnexpectedly() {
 				continue
 			}
-			tail := rep.logTail(40)
-			why := "exited: " + rep.exitStatus()
+			tail := rep.LogTail(40)
+			why := "exited: " + rep.ExitStatus()
 			if strings.Contains(strings.ToLower(tail), "leaderelection lost") {
-				why = "lost the Lease (" + rep.exitStatus() + ")"
+				why = "lost the Lease (" + rep.ExitStatus() + ")"
 			}
 			r.logf("scheduler-%s %s; starting it again", rep.slot, why)
 			r.figMu.Lock()
@@ -462,9 +459,9 @@ func (r *runner) supervise(ctx context.Context) {
 			r.calmFrom.Store(time.Now().Add(r.o.calmGrace).UnixNano())
 			r.startReplica(rep)
 		}
-		for _, p := range []*proc{r.c.kcm, r.c.kwok, r.c.apiserver} {
-			if p.exitedUnexpectedly() {
-				r.logf("%s exited unexpectedly (%s):\n%s", p.name, p.exitStatus(), p.logTail(20))
+		for _, p := range []*controlplane.Process{r.c.kcm, r.c.kwok, r.c.apiserver} {
+			if p.ExitedUnexpectedly() {
+				r.logf("%s exited unexpectedly (%s):\n%s", p.Name, p.ExitStatus(), p.LogTail(20))
 				if p == r.c.apiserver {
 					r.violate("kube-apiserver exited on its own")
 					return
@@ -472,7 +469,7 @@ func (r *runner) supervise(ctx context.Context) {
 				r.figMu.Lock()
 				r.fig.OtherRestarts++
 				r.figMu.Unlock()
-				_ = p.start()
+				_ = p.Start()
 			}
 		}
 	}
@@ -489,7 +486,7 @@ func (r *runner) checkWaits(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now()
-		if r.disturbed.Load() > 0 || r.c.leader() == nil || !r.c.apiserver.running() {
+		if r.disturbed.Load() > 0 || r.c.leader() == nil || !r.c.apiserver.Running() {
 			r.calmFrom.Store(now.Add(r.o.calmGrace).UnixNano())
 		}
 		r.h.checkWaits(now, time.Unix(0, r.calmFrom.Load()), r.o.maxWait)
@@ -510,10 +507,10 @@ func (r *runner) changeConfigs(ctx context.Context) {
 			v := r.h.addVersion(cfg)
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if err := r.c.writeConfig(cctx, cfg); err != nil {
+			if err := controlplane.SetQueueConfig(cctx, r.c.client, systemNamespace, cfg.yaml); err != nil {
 				// Unknown outcome: keep the version only if it got in.
-				cm, gerr := r.c.client.CoreV1().ConfigMaps(systemNamespace).Get(cctx, configMapName, metav1.GetOptions{})
-				if gerr != nil || cm.Data[configMapKey] != cfg.yaml {
+				cm, gerr := r.c.client.CoreV1().ConfigMaps(systemNamespace).Get(cctx, controlplane.QueueConfigMap, metav1.GetOptions{})
+				if gerr != nil || cm.Data[controlplane.QueueConfigKey] != cfg.yaml {
 					r.h.dropVersion(v)
 					return
 				}
@@ -533,7 +530,7 @@ func (r *runner) watchApplied(ctx context.Context, v *cfgVersion) {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		all, any := true, false
 		for _, rep := range r.c.replicas {
-			if !rep.running() {
+			if !rep.Running() {
 				continue
 			}
 			code, body, err := r.c.restGet(rep, "/ws/v1/config")
@@ -608,10 +605,10 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 	t0 := time.Now()
 	r.w.pause()
 	defer r.w.resume()
-	r.c.kwok.stop(10 * time.Second)
+	r.c.kwok.Stop(10 * time.Second)
 	defer func() {
 		if ctx.Err() == nil {
-			if err := r.c.kwok.start(); err != nil {
+			if err := r.c.kwok.Start(); err != nil {
 				r.violate("starting kwok: " + err.Error())
 			}
 		}
@@ -699,7 +696,7 @@ func (r *runner) settled(ctx context.Context, name string, t0 time.Time, after *
 	// The follower's usage (it tracks usage from its informers; a failover
 	// makes it the leader) must be exact too.
 	for _, rep := range r.c.replicas {
-		if rep == l || !rep.running() {
+		if rep == l || !rep.Running() {
 			continue
 		}
 		var lines []string
@@ -721,7 +718,7 @@ func (r *runner) settled(ctx context.Context, name string, t0 time.Time, after *
 		}
 		if !exact {
 			r.violate(fmt.Sprintf("quiet check %s: the follower scheduler-%s (process started %s) usage differs from the usage recomputed from the API server's pods:\n  %s\nthe pods of the applications in question (etcd history):\n%s",
-				name, rep.slot, rep.startedAt().Format("15:04:05.000"), strings.Join(lines, "\n  "), r.h.explain(apps)))
+				name, rep.slot, rep.StartedAt().Format("15:04:05.000"), strings.Join(lines, "\n  "), r.h.explain(apps)))
 			return
 		}
 	}
