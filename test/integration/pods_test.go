@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/userquota/userquota/pkg/plugins/userquota"
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // podSpec describes a test pod.
@@ -52,13 +52,13 @@ func (c *cluster) makePod(ps podSpec) *v1.Pod {
 		return pod
 	}
 	if ps.user != "" {
-		pod.Annotations[userquota.AnnotationUserInfo] = info
+		pod.Annotations[podmeta.AnnotationUserInfo] = info
 	}
 	if ps.queue != "" {
-		pod.Labels[userquota.LabelQueue] = ps.queue
+		pod.Labels[podmeta.LabelQueue] = ps.queue
 	}
 	if ps.app != "" {
-		pod.Labels[userquota.LabelAppID] = ps.app
+		pod.Labels[podmeta.LabelAppID] = ps.app
 	}
 	return pod
 }

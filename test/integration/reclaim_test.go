@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // Reclaim (docs/reclaim.md) on the real control plane: one 32-cpu node,
@@ -115,7 +116,7 @@ func (c *cluster) createReclaimPod(rp reclaimPod) {
 		p.Labels[k] = v
 	}
 	if rp.nonPreemptible {
-		p.Labels[userquota.LabelPreemptible] = "false"
+		p.Labels[podmeta.LabelPreemptible] = "false"
 	}
 	// As a real pod: a kubelet gives it 30 s to stop when it is deleted.
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)

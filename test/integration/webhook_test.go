@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/webhook"
 )
@@ -128,7 +129,7 @@ func TestWebhookIdentity(t *testing.T) {
 
 	// sue's pod, no annotation: stamped with sue and her quota groups.
 	p1 := c.createAs(sue, podSpec{name: "sue-1", cpu: "1"})
-	if got := p1.Annotations[userquota.AnnotationUserInfo]; got != sueInfo {
+	if got := p1.Annotations[podmeta.AnnotationUserInfo]; got != sueInfo {
 		t.Errorf("sue's pod user info = %s, want %s", got, sueInfo)
 	}
 	c.waitBound("sue-1", bindTimeout)
@@ -147,7 +148,7 @@ func TestWebhookIdentity(t *testing.T) {
 
 	// A submitter (a workflow engine) submits for bob.
 	p2 := c.createAs(engine, podSpec{name: "for-bob", user: "bob", groups: []string{"ops"}, cpu: "1"})
-	if got := p2.Annotations[userquota.AnnotationUserInfo]; got != `{"user":"bob","groups":["ops"]}` {
+	if got := p2.Annotations[podmeta.AnnotationUserInfo]; got != `{"user":"bob","groups":["ops"]}` {
 		t.Errorf("submitter's pod user info = %s, want bob's", got)
 	}
 	c.waitBound("for-bob", bindTimeout)
@@ -178,10 +179,10 @@ func TestWebhookIdentity(t *testing.T) {
 	if dep, err = bob.AppsV1().Deployments(c.ns).Update(c.ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := dep.Spec.Template.Annotations[userquota.AnnotationUserInfo]; got != sueInfo {
+	if got := dep.Spec.Template.Annotations[podmeta.AnnotationUserInfo]; got != sueInfo {
 		t.Errorf("sue's Deployment after bob's update: user info %s, want %s", got, sueInfo)
 	}
-	dep.Spec.Template.Annotations[userquota.AnnotationUserInfo] = `{"user":"bob","groups":["ops"]}`
+	dep.Spec.Template.Annotations[podmeta.AnnotationUserInfo] = `{"user":"bob","groups":["ops"]}`
 	if _, err := bob.AppsV1().Deployments(c.ns).Update(c.ctx, dep, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "cannot be changed") {
 		t.Fatalf("bob taking over sue's Deployment: err = %v, want refused", err)
 	}
@@ -197,7 +198,7 @@ func TestWebhookIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := job.Spec.Template.Annotations[userquota.AnnotationUserInfo]; got != sueInfo {
+	if got := job.Spec.Template.Annotations[podmeta.AnnotationUserInfo]; got != sueInfo {
 		t.Errorf("sue's Job template user info = %s, want %s", got, sueInfo)
 	}
 	var jobPod v1.Pod
@@ -209,7 +210,7 @@ func TestWebhookIdentity(t *testing.T) {
 		jobPod = pods.Items[0]
 		return jobPod.Spec.NodeName != "", nil
 	})
-	if got := jobPod.Annotations[userquota.AnnotationUserInfo]; got != sueInfo {
+	if got := jobPod.Annotations[podmeta.AnnotationUserInfo]; got != sueInfo {
 		t.Errorf("the Job's pod user info = %s, want %s", got, sueInfo)
 	}
 
@@ -232,8 +233,8 @@ func TestWebhookIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pod without a scheduler in an enforced namespace: %v", err)
 	}
-	if got.Spec.SchedulerName != schedulerName || got.Annotations[userquota.AnnotationUserInfo] != sueInfo {
-		t.Errorf("enforced pod: schedulerName %q, user info %s; want %s and sue", got.Spec.SchedulerName, got.Annotations[userquota.AnnotationUserInfo], schedulerName)
+	if got.Spec.SchedulerName != schedulerName || got.Annotations[podmeta.AnnotationUserInfo] != sueInfo {
+		t.Errorf("enforced pod: schedulerName %q, user info %s; want %s and sue", got.Spec.SchedulerName, got.Annotations[podmeta.AnnotationUserInfo], schedulerName)
 	}
 	other := c.makePod(podSpec{name: "other", cpu: "1"})
 	other.Namespace, other.Spec.SchedulerName = "enforced", "other-scheduler"
@@ -244,7 +245,7 @@ func TestWebhookIdentity(t *testing.T) {
 	// Pods of other schedulers elsewhere never reach the webhook.
 	free := c.makePod(podSpec{name: "free", user: "anyone", cpu: "1"})
 	free.Spec.SchedulerName = "default-scheduler"
-	if got, err := bob.CoreV1().Pods(c.ns).Create(c.ctx, free, metav1.CreateOptions{}); err != nil || got.Annotations[userquota.AnnotationUserInfo] != free.Annotations[userquota.AnnotationUserInfo] {
+	if got, err := bob.CoreV1().Pods(c.ns).Create(c.ctx, free, metav1.CreateOptions{}); err != nil || got.Annotations[podmeta.AnnotationUserInfo] != free.Annotations[podmeta.AnnotationUserInfo] {
 		t.Fatalf("pod of the default scheduler: err = %v, annotations %v; want untouched", err, got.Annotations)
 	}
 }
@@ -377,7 +378,7 @@ func (c *cluster) registerWebhooks(url string, caPEM []byte) {
 	probe := c.makePod(podSpec{name: "probe", cpu: "1"})
 	c.eventually("the API server calls the webhook", 30*time.Second, func() (bool, error) {
 		p, err := c.clientAs("sue-token").CoreV1().Pods(c.ns).Create(c.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil && p.Annotations[userquota.AnnotationUserInfo] != "", nil
+		return err == nil && p.Annotations[podmeta.AnnotationUserInfo] != "", nil
 	})
 }
 

@@ -21,6 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+
+	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 func testConfig(t *testing.T) *qconfig {
@@ -127,10 +131,10 @@ func testPod(name, user string, groups []string, queue, cpu string) *v1.Pod {
 	}
 	if user != "" {
 		b, _ := json.Marshal(map[string]any{"user": user, "groups": groups})
-		p.Annotations[annUserInfo] = string(b)
+		p.Annotations[podmeta.AnnotationUserInfo] = string(b)
 	}
 	if queue != "" {
-		p.Labels[labelQueue] = queue
+		p.Labels[podmeta.LabelQueue] = queue
 	}
 	return p
 }
@@ -152,7 +156,7 @@ func TestChargeOf(t *testing.T) {
 	if c.user != defaultUser || c.queue != defaultQueue || c.app != "soak-a/Deployment/web" {
 		t.Errorf("deployment pod without metadata: %+v", c)
 	}
-	d.Labels[labelAppID] = "train"
+	d.Labels[podmeta.LabelAppID] = "train"
 	if c = chargeOf(d); c.app != "soak-a/train" {
 		t.Errorf("app-id label: %s", c.app)
 	}
@@ -171,8 +175,8 @@ func TestRESTSnapMatchesModel(t *testing.T) {
 	queues := `{"queuePath":"root","resourceUsage":{"cpu":1000,"memory":67108864,"pods":1},"runningApplications":["soak-a/pod/uid-b1"],"children":[
 	  {"queuePath":"root.alpha","resourceUsage":{},"runningApplications":[],"children":[]},
 	  {"queuePath":"root.default","resourceUsage":{"cpu":1000,"memory":67108864,"pods":1},"runningApplications":["soak-a/pod/uid-b1"],"children":[]}]}`
-	var u []restUser
-	var q restNode
+	var u []ugm.UserUsage
+	var q ugm.QueueUsage
 	if err := json.Unmarshal([]byte(users), &u); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +188,7 @@ func TestRESTSnapMatchesModel(t *testing.T) {
 		t.Fatalf("differ:\n%s", strings.Join(lines, "\n"))
 	}
 	// And a difference is seen, with both sides.
-	q.Children[1].ResourceUsage["pods"] = 2
+	q.Children[1].ResourceUsage.Set(resources.Intern("pods"), 2)
 	lines, n, maxPods := diff(restSnap(u, nil, &q), m.snap())
 	if n != 1 || maxPods != 1 || !strings.Contains(lines[0], "scheduler:") || !strings.Contains(lines[0], "recomputed:") {
 		t.Fatalf("want one difference of one pod, got %d (%d): %v", n, maxPods, lines)
@@ -312,12 +316,12 @@ func TestHistoryApplicationConflict(t *testing.T) {
 	v := h.addVersion(c)
 	v.applied = time.Now()
 	a := testPod("a", "u012", []string{"g0"}, "root.alpha.a1", "100m")
-	a.Labels[labelAppID] = "shared"
+	a.Labels[podmeta.LabelAppID] = "shared"
 	put(t, h, 1, a)
 	a.Spec.NodeName = "n"
 	put(t, h, 2, a)
 	b := testPod("b", "", nil, "root.alpha.a1", "100m")
-	b.Labels[labelAppID] = "shared"
+	b.Labels[podmeta.LabelAppID] = "shared"
 	put(t, h, 3, b)
 	if fp := h.fittingPending(); len(fp) != 0 {
 		t.Errorf("a pod of another user's application fits: %v", fp)

@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/userquota/userquota/pkg/ugm"
 	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
@@ -553,9 +554,9 @@ func (r *runner) watchApplied(ctx context.Context, v *cfgVersion) {
 
 // usageOf reads a replica's usage: users, groups, queues.
 func (r *runner) usageOf(rep *replica) (snap, error) {
-	var users []restUser
-	var groups []restGroup
-	var queues restNode
+	var users []ugm.UserUsage
+	var groups []ugm.GroupUsage
+	var queues ugm.QueueUsage
 	for _, x := range []struct {
 		path string
 		into any

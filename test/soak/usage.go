@@ -8,17 +8,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/ugm"
+	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
-// Pod metadata the plugin reads (pkg/plugins/userquota/podkey.go, README):
-// ours and YuniKorn's keys.
+// What the plugin defaults to (its args, as the soak runs it).
 const (
-	annUserInfo   = "userquota.io/user-info"
-	ykUserInfo    = "yunikorn.apache.org/user.info"
-	labelQueue    = "userquota.io/queue"
-	ykQueue       = "yunikorn.apache.org/queue"
-	labelAppID    = "userquota.io/app-id"
-	schedulerName = "userquota-scheduler"
+	schedulerName = controlplane.SchedulerName
 	defaultUser   = "nobody"
 )
 
@@ -35,15 +33,12 @@ type podCharge struct {
 // chargeOf derives a pod's charge the way docs/design.md describes it.
 func chargeOf(pod *v1.Pod) podCharge {
 	c := podCharge{user: defaultUser, queue: defaultQueue}
-	for _, key := range []string{annUserInfo, ykUserInfo} {
+	for _, key := range podmeta.UserInfoKeys {
 		raw, ok := pod.Annotations[key]
 		if !ok {
 			continue
 		}
-		var ui struct {
-			User   string   `json:"user"`
-			Groups []string `json:"groups"`
-		}
+		var ui podmeta.UserInfo
 		if err := json.Unmarshal([]byte(raw), &ui); err == nil && ui.User != "" {
 			c.user, c.groups = ui.User, ui.Groups
 		}
@@ -52,7 +47,7 @@ func chargeOf(pod *v1.Pod) podCharge {
 	for _, m := range []struct {
 		m   map[string]string
 		key string
-	}{{pod.Annotations, labelQueue}, {pod.Labels, labelQueue}, {pod.Annotations, ykQueue}, {pod.Labels, ykQueue}, {pod.Labels, "queue"}} {
+	}{{pod.Annotations, podmeta.LabelQueue}, {pod.Labels, podmeta.LabelQueue}, {pod.Annotations, podmeta.YuniKornQueue}, {pod.Labels, podmeta.YuniKornQueue}, {pod.Labels, "queue"}} {
 		if v := m.m[m.key]; v != "" {
 			c.queue = strings.ToLower(v)
 			if !strings.HasPrefix(c.queue, "root.") && c.queue != "root" {
@@ -83,7 +78,7 @@ func chargeOf(pod *v1.Pod) podCharge {
 // ReplicaSet named <deployment>-<pod-template-hash> counts as its
 // Deployment), else the pod itself.
 func appID(pod *v1.Pod) string {
-	for _, l := range []string{labelAppID, "applicationId", "yunikorn.apache.org/app-id", "spark-app-selector"} {
+	for _, l := range []string{podmeta.LabelAppID, "applicationId", podmeta.YuniKornAppID, "spark-app-selector"} {
 		if v := pod.Labels[l]; v != "" {
 			return v
 		}
@@ -292,36 +287,16 @@ func (m *usageModel) snap() snap {
 	return s
 }
 
-// restNode is a queue node of the REST API (docs/api.md).
-type restNode struct {
-	QueuePath           string           `json:"queuePath"`
-	ResourceUsage       map[string]int64 `json:"resourceUsage"`
-	RunningApplications []string         `json:"runningApplications"`
-	Children            []*restNode      `json:"children"`
-}
-
-type restUser struct {
-	UserName string            `json:"userName"`
-	Groups   map[string]string `json:"groups"`
-	Queues   *restNode         `json:"queues"`
-}
-
-type restGroup struct {
-	GroupName    string    `json:"groupName"`
-	Applications []string  `json:"applications"`
-	Queues       *restNode `json:"queues"`
-}
-
 // restSnap flattens the three usage answers into a snap.
-func restSnap(users []restUser, groups []restGroup, queues *restNode) snap {
+func restSnap(users []ugm.UserUsage, groups []ugm.GroupUsage, queues *ugm.QueueUsage) snap {
 	s := snap{lines: map[string]string{}, pods: map[string]int64{}}
-	var walk func(prefix string, n *restNode)
-	walk = func(prefix string, n *restNode) {
+	var walk func(prefix string, n *ugm.QueueUsage)
+	walk = func(prefix string, n *ugm.QueueUsage) {
 		if n == nil {
 			return
 		}
 		res := vec{}
-		for k, x := range n.ResourceUsage {
+		for k, x := range n.ResourceUsage.Map() {
 			if x != 0 {
 				res[k] = x
 			}

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 )
 
 // Annotations the workload puts on its pods.
@@ -260,14 +262,14 @@ func (w *workload) requests() v1.ResourceList {
 func (w *workload) podTemplate(u userSpec, queue string) (metav1.ObjectMeta, v1.PodSpec) {
 	meta := metav1.ObjectMeta{Labels: map[string]string{"soak.userquota.io/user": u.name}, Annotations: map[string]string{}}
 	if queue != "" {
-		meta.Labels[labelQueue] = queue
+		meta.Labels[podmeta.LabelQueue] = queue
 	}
 	if w.intn(100) != 0 {
 		groups := `[]`
 		if len(u.groups) > 0 {
 			groups = `["` + strings.Join(u.groups, `","`) + `"]`
 		}
-		meta.Annotations[annUserInfo] = fmt.Sprintf(`{"user":%q,"groups":%s}`, u.name, groups)
+		meta.Annotations[podmeta.AnnotationUserInfo] = fmt.Sprintf(`{"user":%q,"groups":%s}`, u.name, groups)
 	} // else: no user info, the plugin's default user
 	spec := v1.PodSpec{
 		SchedulerName:                 schedulerName,
@@ -310,7 +312,7 @@ func (w *workload) nakedPod(u userSpec) *v1.Pod {
 		if leaf == "" {
 			leaf = defaultQueue
 		}
-		meta.Labels[labelAppID] = fmt.Sprintf("%s-%s-%d", u.name, leaf[strings.LastIndexByte(leaf, '.')+1:], w.intn(3))
+		meta.Labels[podmeta.LabelAppID] = fmt.Sprintf("%s-%s-%d", u.name, leaf[strings.LastIndexByte(leaf, '.')+1:], w.intn(3))
 	}
 	ms := func(lo, hi int) string { return fmt.Sprintf("%dms", lo+w.intn(hi-lo+1)) }
 	switch r := w.intn(100); {
