@@ -14,6 +14,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/rest"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -23,28 +24,7 @@ import (
 // root.sandbox (2 of 2), group dev at 2 of 3, bob unlimited in root.default.
 func usageServer(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	cfg, err := queueconfig.Parse([]byte(`
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: sandbox
-      maxapplications: 3
-      resources:
-        max: {vcore: 4, memory: 8Gi}
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 2, memory: 4Gi}
-      - limit: dev
-        groups: [dev]
-        maxresources: {vcore: 3}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := queueconfigtest.MustParse(t, queueconfigtest.Sandbox)
 	m := ugm.New()
 	m.SetConfig(cfg.Partition("default"))
 	l := ledger.New(m)

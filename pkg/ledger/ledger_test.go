@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -24,12 +24,8 @@ partitions:
 
 func newLedger(t *testing.T) *Ledger {
 	t.Helper()
-	cfg, err := queueconfig.Parse([]byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := ugm.New()
-	m.SetConfig(cfg.Partition("default"))
+	m.SetConfig(queueconfigtest.MustPartition(t, config))
 	return New(m)
 }
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/userquota/userquota/pkg/ledger"
-	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -37,12 +37,8 @@ partitions:
 // manager charges sue (group dev) 1500m and 1Gi in root.sandbox.
 func manager(t *testing.T) *ugm.Manager {
 	t.Helper()
-	cfg, err := queueconfig.Parse([]byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := ugm.New()
-	m.SetConfig(cfg.Partition("default"))
+	m.SetConfig(queueconfigtest.MustPartition(t, config))
 	req := ugm.Request{User: "sue", Groups: []string{"dev"}, Queue: "root.sandbox", App: ugm.AppKey{Namespace: "ns", ID: "train"},
 		Resources: resources.FromMap(map[string]int64{"cpu": 1500, "memory": 1 << 30, "pods": 1})}
 	if err := ledger.New(m).Allocate("p1", req); err != nil {

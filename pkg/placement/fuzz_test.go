@@ -3,6 +3,8 @@ package placement
 import (
 	"strings"
 	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // FuzzPlace feeds arbitrary pod facts to a rule chain that uses every rule
@@ -36,7 +38,7 @@ func FuzzPlace(f *testing.F) {
   - name: fixed
     value: root.open
 `
-	pol := New(mustPartition(f, cfg), "root.default")
+	pol := New(queueconfigtest.MustPartition(f, cfg), "root.default")
 	f.Add("sue", "dev", "ns", "team", "x", "root.prod.web")
 	f.Add("john.doe", "", "", "Team", "a.b", "web")
 	f.Add("", "", "", "", "", "")

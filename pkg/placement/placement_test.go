@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // tree is the queue tree most cases place into: leaves root.default and
@@ -54,7 +56,7 @@ func runPlace(t *testing.T, tests []placeCase) {
 			if cfg == "" {
 				cfg = tree
 			}
-			pol := New(mustPartition(t, cfg), "root.default")
+			pol := New(queueconfigtest.MustPartition(t, cfg), "root.default")
 			var qs Queues
 			if tc.qs != nil {
 				qs = tc.qs
@@ -322,7 +324,7 @@ func TestACLChecksSwitch(t *testing.T) {
 		{"submitacl on a leaf", "partitions:\n- queues:\n  - name: root\n    queues:\n    - name: a\n      submitacl: sue\n", true},
 		{"an empty submitacl", "partitions:\n- queues:\n  - name: root\n    submitacl: ''\n", true},
 	} {
-		if got := New(mustPartition(t, tc.cfg), "root.default").ACLChecks(); got != tc.on {
+		if got := New(queueconfigtest.MustPartition(t, tc.cfg), "root.default").ACLChecks(); got != tc.on {
 			t.Errorf("%s: ACLChecks = %v, want %v", tc.name, got, tc.on)
 		}
 	}
@@ -358,7 +360,7 @@ func TestParseACL(t *testing.T) {
 // TestNoMatchListsRules checks the refusal names every rule tried, in order.
 func TestNoMatchListsRules(t *testing.T) {
 	cfg := withRules("  - name: provided\n  - name: tag\n    value: namespace\n  - name: user\n    filter:\n      type: deny\n      users: [sue]\n")
-	_, err := New(mustPartition(t, cfg), "root.default").Place(&Input{User: "sue", Namespace: "ns1"}, nil, Options{})
+	_, err := New(queueconfigtest.MustPartition(t, cfg), "root.default").Place(&Input{User: "sue", Namespace: "ns1"}, nil, Options{})
 	var nm *NoMatchError
 	if !errors.As(err, &nm) {
 		t.Fatalf("got %v, want a *NoMatchError", err)
@@ -374,7 +376,7 @@ func TestNoMatchListsRules(t *testing.T) {
 }
 
 func TestForCachesOne(t *testing.T) {
-	p := mustPartition(t, tree)
+	p := queueconfigtest.MustPartition(t, tree)
 	a := For(p, "root.default")
 	if For(p, "root.default") != a {
 		t.Error("same partition: compiled again")

@@ -8,31 +8,10 @@ import (
 
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
-
-// testConfig: sue may use 2 cpu and 4Gi in root.sandbox, group dev 3 cpu;
-// the queue itself 4 cpu, 8Gi and 3 applications.
-const testConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: sandbox
-      maxapplications: 3
-      resources:
-        max: {vcore: 4, memory: 8Gi}
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 2, memory: 4Gi}
-      - limit: dev
-        groups: [dev]
-        maxresources: {vcore: 3}
-`
 
 // charge is one pod of the test data.
 type charge struct {
@@ -52,18 +31,14 @@ var testCharges = []charge{
 	{pod: "p3", user: "bob", queue: "root.default", app: "web", cpu: 500, memory: 512 << 20},
 }
 
-// newManager returns a ugm.Manager under testConfig (unless config is
+// newManager returns a ugm.Manager under config (unless it is
 // ""), charged with charges through the ledger as the plugin charges pods.
 func newManager(t *testing.T, config string, charges []charge) (*ugm.Manager, *queueconfig.Config) {
 	t.Helper()
 	m := ugm.New()
 	var cfg *queueconfig.Config
 	if config != "" {
-		var err error
-		cfg, err = queueconfig.Parse([]byte(config))
-		if err != nil {
-			t.Fatalf("config: %v", err)
-		}
+		cfg = queueconfigtest.MustParse(t, config)
 		m.SetConfig(cfg.Partition("default"))
 	}
 	l := ledger.New(m)
@@ -84,7 +59,7 @@ func newManager(t *testing.T, config string, charges []charge) (*ugm.Manager, *q
 
 // testOptions are the options of a leading server over the test data.
 func testOptions(t *testing.T) Options {
-	m, cfg := newManager(t, testConfig, testCharges)
+	m, cfg := newManager(t, queueconfigtest.Sandbox, testCharges)
 	return Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg }}
 }
 

@@ -114,27 +114,33 @@ func (t *Table) All() []*Share {
 	return t.all
 }
 
-// WithinGuaranteed reports whether usage plus req keeps the queue within
-// its guaranteed share: in every resource its guaranteed names (before
-// scaling: a resource it does not guarantee, such as the pods: 1 of every
-// charge or memory when only cpu is guaranteed, does not count), after
-// scaling down. A queue whose guaranteed names nothing is never within it.
-// ugm exempts such a request from the share check; reclaim lets such a
-// preemptor take back what its queue lent.
-func (s *Share) WithinGuaranteed(usage, req resources.Vector) bool {
+// EachGuaranteed calls fn with each resource the queue's guaranteed names
+// (before scaling: a resource it does not guarantee, such as the pods: 1 of
+// every charge, or memory when only cpu is guaranteed, is left out) and its
+// guaranteed share after scaling, until fn returns false. It reports
+// whether any resource was named and whether fn held for all of them.
+func (s *Share) EachGuaranteed(fn func(id resources.ID, guaranteed int64) bool) (named, all bool) {
 	if s == nil {
-		return false
+		return false, true
 	}
-	named := false
-	for i, g := range s.Configured {
-		if g <= 0 {
+	for i, c := range s.Configured {
+		if c <= 0 {
 			continue
 		}
 		named = true
-		id := resources.ID(i)
-		if usage.Get(id)+req.Get(id) > s.Guaranteed.Get(id) {
-			return false
+		if id := resources.ID(i); !fn(id, s.Guaranteed.Get(id)) {
+			return true, false
 		}
 	}
-	return named
+	return named, true
+}
+
+// WithinGuaranteed reports whether usage plus req keeps the queue within
+// its guaranteed share in every resource its guaranteed names; a queue
+// whose guaranteed names nothing is never within it. ugm exempts such a
+// request from the share check; reclaim lets such a preemptor take back
+// what its queue lent.
+func (s *Share) WithinGuaranteed(usage, req resources.Vector) bool {
+	named, all := s.EachGuaranteed(func(id resources.ID, g int64) bool { return usage.Get(id)+req.Get(id) <= g })
+	return named && all
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkCheckShares(b *testing.B) {
 		for _, on := range []bool{false, true} {
 			s := newBenchRequests(b, users, 4, 4)
 			cfg := strings.Replace(benchConfig(4, 4), "  - name: root\n", "  - name: root\n    properties: {quota.sharing: elastic}\n", 1)
-			s.m.SetConfig(mustPartition(b, cfg))
+			s.m.SetConfig(queueconfigtest.MustPartition(b, cfg))
 			s.charge(b)
 			if on {
 				// Every leaf has pending demand far above its usage, so the
@@ -66,7 +67,7 @@ func BenchmarkComputeShares(b *testing.B) {
 		}
 	}
 	m := New()
-	m.SetConfig(mustPartition(b, y.String()))
+	m.SetConfig(queueconfigtest.MustPartition(b, y.String()))
 	capacity := resources.NewLimit(map[string]int64{"cpu": 2_000_000, "memory": 1 << 42, "pods": 110_000, "ephemeral-storage": 1 << 45})
 	b.ReportAllocs()
 	b.ResetTimer()

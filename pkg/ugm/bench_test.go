@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -87,7 +88,7 @@ func newBenchSetup(b *testing.B, users, depth, nres int) *benchSetup {
 func newBenchRequests(b *testing.B, users, depth, nres int) *benchSetup {
 	b.Helper()
 	m := New()
-	m.SetConfig(mustPartition(b, benchConfig(depth, nres)))
+	m.SetConfig(queueconfigtest.MustPartition(b, benchConfig(depth, nres)))
 	var v resources.Vector
 	for _, n := range benchResourceNames(nres) {
 		v.Set(resources.Intern(n), 1)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // dynamicConfig has a root wildcard user limit, a child template on root
@@ -64,7 +66,7 @@ func itoa(n uint64) string {
 
 func TestDynamicQueues(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, dynamicConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, dynamicConfig))
 	base := queuePaths(m)
 	one := res(t, "cpu", "1", "pods", "1")
 	mk := func(user, queue, app string) *Request {
@@ -170,7 +172,7 @@ func TestDynamicQueues(t *testing.T) {
 
 func TestDynamicQueuesReload(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, dynamicConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, dynamicConfig))
 	one := res(t, "cpu", "1", "pods", "1")
 	mk := func(user, queue, app string) *Request {
 		r := req(user, nil, queue, app, one)
@@ -185,7 +187,7 @@ func TestDynamicQueuesReload(t *testing.T) {
 
 	// Same tree, a new template on root: the dynamic queues in use stay
 	// and take it.
-	m.SetConfig(mustPartition(t, strings.Replace(dynamicConfig, "max: {vcore: 2}", "max: {vcore: 5}", 1)))
+	m.SetConfig(queueconfigtest.MustPartition(t, strings.Replace(dynamicConfig, "max: {vcore: 2}", "max: {vcore: 5}", 1)))
 	if got := findQueue(m.Queues(), "root.team-a"); got == nil || got.MaxResources.String() != "cpu=5" {
 		t.Fatalf("root.team-a after reload: %+v", got)
 	}
@@ -194,13 +196,13 @@ func TestDynamicQueuesReload(t *testing.T) {
 	}
 
 	// root.team-a now configured: its own limits, no longer dynamic.
-	m.SetConfig(mustPartition(t, strings.Replace(dynamicConfig, "    - name: fixed\n", "    - name: fixed\n    - name: team-a\n      maxapplications: 7\n", 1)))
+	m.SetConfig(queueconfigtest.MustPartition(t, strings.Replace(dynamicConfig, "    - name: fixed\n", "    - name: fixed\n    - name: team-a\n      maxapplications: 7\n", 1)))
 	if got := findQueue(m.Queues(), "root.team-a"); got == nil || got.MaxApplications != 7 || m.queues.byPath["root.team-a"].dynamic {
 		t.Fatalf("root.team-a configured: %+v", got)
 	}
 
 	// root.tenants becomes a leaf: the dynamic queues below it drain.
-	m.SetConfig(mustPartition(t, strings.Replace(dynamicConfig, "      parent: true\n    - name: capped", "    - name: capped", 1)))
+	m.SetConfig(queueconfigtest.MustPartition(t, strings.Replace(dynamicConfig, "      parent: true\n    - name: capped", "    - name: capped", 1)))
 	if e, _, d := m.DynamicQueue("root.tenants.acme.web"); !e || !d {
 		t.Fatalf("below a leaf: DynamicQueue = exists %v, draining %v; want draining", e, d)
 	}
@@ -224,7 +226,7 @@ func TestDynamicQueuesReload(t *testing.T) {
 
 func TestForceIncreaseDynamic(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, dynamicConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, dynamicConfig))
 	one := res(t, "cpu", "5", "pods", "1")
 	// Forced past the template's max: a running pod is never refused.
 	r := req("sue", nil, "root.team-a", "a1", one)

@@ -3,23 +3,8 @@ package ugm
 import (
 	"testing"
 
-	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 )
-
-// mustPartition parses a YAML config and returns its "default" partition.
-func mustPartition(t testing.TB, yaml string) *queueconfig.Partition {
-	t.Helper()
-	cfg, err := queueconfig.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatalf("config does not parse:\n%v", err)
-	}
-	p := cfg.Partition("default")
-	if p == nil {
-		t.Fatal("config has no default partition")
-	}
-	return p
-}
 
 // res builds a request vector from quantity strings, e.g. res("cpu", "1", "memory", "1Gi").
 func res(t testing.TB, kv ...string) resources.Vector {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // limitsConfig is the enforcement design document's example under a
@@ -209,7 +211,7 @@ func TestEnforcement(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New()
-			m.SetConfig(mustPartition(t, limitsConfig))
+			m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
 			run(t, m, tc.steps(t))
 		})
 	}
@@ -267,7 +269,7 @@ partitions:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New()
-			m.SetConfig(mustPartition(t, cfg))
+			m.SetConfig(queueconfigtest.MustPartition(t, cfg))
 			r := req("u", tc.groups, tc.queue, "app", res(t, "cpu", "1"))
 			if err := m.Increase(r); err != nil {
 				t.Fatal(err)
@@ -307,7 +309,7 @@ partitions:
 
 func TestConfigReloadKeepsUsage(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, limitsConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
 	leaf := "root.a.leaf"
 	for _, app := range []string{"s1", "s2"} {
 		if err := m.Increase(req("sue", nil, leaf, app, res(t, "cpu", "2"))); err != nil {
@@ -315,7 +317,7 @@ func TestConfigReloadKeepsUsage(t *testing.T) {
 		}
 	}
 	tighter := strings.Replace(limitsConfig, "maxresources: {vcore: 5}", "maxresources: {vcore: 3}", 1)
-	m.SetConfig(mustPartition(t, tighter))
+	m.SetConfig(queueconfigtest.MustPartition(t, tighter))
 	u, _ := m.User("sue")
 	if got := u.Queues.ResourceUsage.Get(0); got != 4000 {
 		t.Fatalf("usage after reload = %d, want 4000", got)
@@ -346,13 +348,13 @@ func TestConfigReloadKeepsUsage(t *testing.T) {
 
 func TestQueueRemovedFromConfig(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, limitsConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
 	r := req("bob", nil, "root.a.open", "b1", res(t, "cpu", "1"))
 	if err := m.Increase(r); err != nil {
 		t.Fatal(err)
 	}
 	without := strings.Replace(limitsConfig, "      - name: open\n        maxapplications: 4\n", "", 1)
-	m.SetConfig(mustPartition(t, without))
+	m.SetConfig(queueconfigtest.MustPartition(t, without))
 	if err := m.Increase(req("bob", nil, "root.a.open", "b2", res(t, "cpu", "1"))); err == nil {
 		t.Fatal("increase in a removed queue allowed")
 	}
@@ -401,7 +403,7 @@ func TestNoConfigTracksEverything(t *testing.T) {
 
 func TestForceIncreaseIgnoresLimits(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, limitsConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
 	r := req("bob", nil, "root.a.leaf", "b1", res(t, "cpu", "50"))
 	if err := m.ForceIncrease(r); err != nil {
 		t.Fatal(err)
@@ -416,7 +418,7 @@ func TestForceIncreaseIgnoresLimits(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	m := New()
-	m.SetConfig(mustPartition(t, limitsConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
 	r := req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "2"))
 	if err := m.Increase(r); err != nil {
 		t.Fatal(err)

@@ -53,27 +53,18 @@ func (m *Manager) checkNonPreemptible(req *Request, from *queue, newLeaf *shares
 	return nil
 }
 
-// guaranteedFits checks one queue (share s, non-preemptible usage np); it
-// reports whether s names a guaranteed share.
+// guaranteedFits checks one queue (share s, non-preemptible usage np) in
+// the resources req asks for; it reports whether s names a guaranteed
+// share.
 func guaranteedFits(s *shares.Share, path string, np, req resources.Vector) (*Refusal, bool) {
-	if s == nil {
-		return nil, false
-	}
-	named := false
-	for i, c := range s.Configured {
-		if c <= 0 {
-			continue
+	var r *Refusal
+	named, _ := s.EachGuaranteed(func(id resources.ID, g int64) bool {
+		if x := req.Get(id); x > 0 && x > g-np.Get(id) {
+			r = &Refusal{Who: WhoQueue, Name: path, Queue: path, Limit: LimitGuaranteed, Resource: id.Name(),
+				Usage: np.Get(id), Request: x, Max: g, Guaranteed: g}
+			return false
 		}
-		named = true
-		id := resources.ID(i)
-		r := req.Get(id)
-		if r <= 0 {
-			continue
-		}
-		if g := s.Guaranteed.Get(id); r > g-np.Get(id) {
-			return &Refusal{Who: WhoQueue, Name: path, Queue: path, Limit: LimitGuaranteed, Resource: id.Name(),
-				Usage: np.Get(id), Request: r, Max: g, Guaranteed: g}, true
-		}
-	}
-	return nil, named
+		return true
+	})
+	return r, named
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -40,7 +41,7 @@ func TestNonPreemptibleOnlyWithinGuaranteed(t *testing.T) {
 	capacity := resources.NewLimit(map[string]int64{"cpu": 20000})
 	setup := func(t *testing.T) *Manager {
 		m := New()
-		m.SetConfig(mustPartition(t, npConfig))
+		m.SetConfig(queueconfigtest.MustPartition(t, npConfig))
 		// a's demand is high, so its runtime share is well above its
 		// guaranteed: only the non-preemptible rule can refuse below it.
 		m.SetShares(m.ComputeShares(map[string]resources.Vector{

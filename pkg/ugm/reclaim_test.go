@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestCheckReclaim(t *testing.T) {
 	cpu := func(s string) resources.Vector { return res(t, "cpu", s) }
 	m := New()
-	m.SetConfig(mustPartition(t, elasticConfig))
+	m.SetConfig(queueconfigtest.MustPartition(t, elasticConfig))
 	for _, r := range []*Request{req("bob", nil, "root.shared.b", "b1", cpu("10")), req("ann", nil, "root.shared.a", "a1", cpu("4"))} {
 		if err := m.Increase(r); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -35,7 +36,7 @@ func TestShareCheck(t *testing.T) {
 	capacity := resources.NewLimit(map[string]int64{"cpu": 20000})
 	setup := func(t *testing.T, pending map[string]resources.Vector) *Manager {
 		m := New()
-		m.SetConfig(mustPartition(t, elasticConfig))
+		m.SetConfig(queueconfigtest.MustPartition(t, elasticConfig))
 		if err := m.Increase(req("bob", nil, "root.shared.b", "b1", cpu("6"))); err != nil {
 			t.Fatal(err)
 		}

@@ -278,18 +278,11 @@ func TestConfigMissingAtStart(t *testing.T) {
 // would refuse it ("does not exist in the queue config"). Every decision
 // must see one version whole.
 func TestDecisionDuringReloadSeesOneConfig(t *testing.T) {
-	const underP = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: p
-      queues:
-      - name: x
-`
-	underQ := strings.ReplaceAll(underP, "name: p", "name: q")
+	// root.default, and x as a leaf of parent p or of parent q.
+	under := func(parent string) string {
+		return fmt.Sprintf("partitions: [{name: default, queues: [{name: root, queues: [{name: default}, {name: %s, queues: [{name: x}]}]}]}]", parent)
+	}
+	underP, underQ := under("p"), under("q")
 	e := newEnv(t, envOptions{config: underP})
 	e.waitConfig(underP)
 	logger := klog.FromContext(e.ctx)

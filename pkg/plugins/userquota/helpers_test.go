@@ -38,7 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/podmeta"
-	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -376,7 +376,7 @@ func (e *env) writeConfigMap(cm *v1.ConfigMap) {
 // waitConfig waits until the config in force was parsed from yaml.
 func (e *env) waitConfig(yaml string) {
 	e.t.Helper()
-	want := mustConfig(e.t, yaml).Checksum
+	want := queueconfigtest.MustParse(e.t, yaml).Checksum
 	e.waitFor("the new config to be in force", func() bool {
 		c := e.pl.Config()
 		return c != nil && c.Checksum == want
@@ -389,15 +389,6 @@ func configMap(yaml string) *v1.ConfigMap {
 		ObjectMeta: metav1.ObjectMeta{Namespace: DefaultConfigMapNamespace, Name: DefaultConfigMapName},
 		Data:       map[string]string{DefaultConfigMapKey: yaml},
 	}
-}
-
-func mustConfig(t testing.TB, yaml string) *queueconfig.Config {
-	t.Helper()
-	c, err := queueconfig.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatalf("config does not parse: %v", err)
-	}
-	return c
 }
 
 // podOf starts a pod of this profile in namespace ns1 with a UID derived

@@ -12,6 +12,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // treeConfig has leaves to resolve bare names against: a unique leaf
@@ -52,7 +53,7 @@ func requestOf(t *testing.T, pl *Plugin, pod *v1.Pod, cfg *queueconfig.Partition
 }
 
 func TestPodRequest(t *testing.T) {
-	tree := mustConfig(t, treeConfig).Partition("default")
+	tree := queueconfigtest.MustParse(t, treeConfig).Partition("default")
 	base := func() *st.PodWrapper { return podOf("p").Req(cpu("1")) }
 	one := map[string]int64{"cpu": 1000, "pods": 1}
 	tests := []struct {

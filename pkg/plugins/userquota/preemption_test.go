@@ -19,28 +19,14 @@ import (
 	"github.com/userquota/userquota/pkg/plugins/userquota/reclaim"
 )
 
-// reclaimConfig: a and b each guaranteed half of an 8-cpu node.
-const reclaimConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    properties: {quota.sharing: elastic}
-    queues:
-    - name: a
-      resources: {guaranteed: {vcore: 4}, max: {vcore: 8}}
-    - name: b
-      resources: {guaranteed: {vcore: 4}, max: {vcore: 8}}
-`
-
 var nodeResourcesFit = frameworkruntime.FactoryAdapter(feature.Features{}, noderesources.NewFit)
 
 // TestSelectVictimsOnNode runs UserQuota's victim selection on one node
 // through the framework, as DefaultPreemption's own test does: the node's
 // pods taken off and given back with NodeResourcesFit deciding fit, the
-// quota deciding who may go. b holds the whole node; a's two pending pods
-// (2 cpu each, one of them the preemptor) give a a share of 4, so b is
-// over its share by 4.
+// quota deciding who may go. b holds the whole 8-cpu node; a's two pending
+// pods (2 cpu each, one of them the preemptor) give a a share of 4
+// (elasticConfig), so b is over its share by 4.
 func TestSelectVictimsOnNode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -84,7 +70,7 @@ func TestSelectVictimsOnNode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := readyNode(testNode, "8")
-			e := newEnv(t, envOptions{config: reclaimConfig, objects: []runtime.Object{node},
+			e := newEnv(t, envOptions{config: elasticConfig, objects: []runtime.Object{node},
 				plugins: []tf.RegisterPluginFunc{tf.RegisterPluginAsExtensions(noderesources.Name, nodeResourcesFit, "PreFilter", "Filter")}})
 			var onNode []*v1.Pod
 			for _, b := range tc.b {

@@ -3,10 +3,12 @@ package reclaim
 import (
 	"testing"
 	"time"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 func TestPolicyFor(t *testing.T) {
-	cfg := mustConfig(t, `
+	cfg := queueconfigtest.MustParse(t, `
 partitions:
 - name: default
   queues:

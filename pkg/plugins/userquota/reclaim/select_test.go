@@ -70,6 +70,11 @@ func TestSelectOnNode(t *testing.T) {
 		"root.p.y": {cpu: 12000, rtCPU: 8000, rtMem: -1}, // over by 4
 	})
 	nested.within = "root.p"
+	// Two pods of b, one under a budget that allows no disruption.
+	dbAndWeb := func() []*Victim {
+		return []*Victim{vpod("db-1", "root.b", 2000, 0, 1), vpod("web-1", "root.b", 2000, 0, 2)}
+	}
+	noDisruption := []*policy.PodDisruptionBudget{pdb("db", 0)}
 	nested.need = map[string]resources.Vector{"root.p": cpuMem(4000, 0)}
 
 	for _, tc := range []struct {
@@ -99,23 +104,10 @@ func TestSelectOnNode(t *testing.T) {
 			cap:   12000, need: 12000,
 			notFit: true, // only one of them may go: 6 of the 12 needed
 		},
-		{
-			name:  "a budget's pod is given back first, and counted when it must go",
-			state: testReclaimState("root.a", 0, nil, true, flat),
-			pods:  []*Victim{vpod("db-1", "root.b", 2000, 0, 1), vpod("web-1", "root.b", 2000, 0, 2)},
-			pdbs:  []*policy.PodDisruptionBudget{pdb("db", 0)},
-			cap:   4000, need: 4000,
-			want:    "web-1:reclaim db-1:reclaim",
-			wantPDB: 1,
-		},
-		{
-			name:  "a budget's pod is spared when another makes room",
-			state: testReclaimState("root.a", 0, nil, true, flat),
-			pods:  []*Victim{vpod("db-1", "root.b", 2000, 0, 1), vpod("web-1", "root.b", 2000, 0, 2)},
-			pdbs:  []*policy.PodDisruptionBudget{pdb("db", 0)},
-			cap:   4000, need: 2000,
-			want: "web-1:reclaim",
-		},
+		{name: "a budget's pod is given back first, and counted when it must go", state: testReclaimState("root.a", 0, nil, true, flat),
+			pods: dbAndWeb(), pdbs: noDisruption, cap: 4000, need: 4000, want: "web-1:reclaim db-1:reclaim", wantPDB: 1},
+		{name: "a budget's pod is spared when another makes room", state: testReclaimState("root.a", 0, nil, true, flat),
+			pods: dbAndWeb(), pdbs: noDisruption, cap: 4000, need: 2000, want: "web-1:reclaim"},
 		{
 			name:  "a terminating pod's room is waited for rather than another evicted",
 			state: testReclaimState("root.a", 0, nil, true, flat),

@@ -1,0 +1,54 @@
+// Package queueconfigtest builds queue configs for tests: every package
+// that tests against a config parses it the same way, failing the test
+// with the parser's problems.
+package queueconfigtest
+
+import (
+	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
+)
+
+// Sandbox is a small config: sue may use 2 cpu and 4Gi in root.sandbox,
+// group dev 3 cpu; the queue itself 4 cpu, 8Gi and 3 applications;
+// root.default has no limits.
+const Sandbox = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+    - name: sandbox
+      maxapplications: 3
+      resources:
+        max: {vcore: 4, memory: 8Gi}
+      limits:
+      - limit: sue
+        users: [sue]
+        maxresources: {vcore: 2, memory: 4Gi}
+      - limit: dev
+        groups: [dev]
+        maxresources: {vcore: 3}
+`
+
+// MustParse parses a whole config or fails the test with every problem.
+func MustParse(t testing.TB, yaml string) *queueconfig.Config {
+	t.Helper()
+	cfg, err := queueconfig.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatalf("config does not parse:\n%v\n%s", err, yaml)
+	}
+	return cfg
+}
+
+// MustPartition parses a config and returns its "default" partition, or
+// fails the test.
+func MustPartition(t testing.TB, yaml string) *queueconfig.Partition {
+	t.Helper()
+	p := MustParse(t, yaml).Partition("default")
+	if p == nil {
+		t.Fatal("config has no default partition")
+	}
+	return p
+}
