@@ -70,14 +70,14 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) error {
 	req.Resources = req.Resources.Clone()
 	var err error
 	if force {
-		err = l.ugm.ForceIncrease(&req)
+		err = l.ugm.ForceCommit(pod, &req)
 		var conflict *ugm.AppConflict
 		if errors.As(err, &conflict) {
 			req.App = ugm.AppKey{Namespace: req.App.Namespace, ID: "pod:" + pod}
-			err = l.ugm.ForceIncrease(&req)
+			err = l.ugm.ForceCommit(pod, &req)
 		}
 	} else {
-		err = l.ugm.Increase(&req)
+		err = l.ugm.Commit(pod, &req)
 	}
 	if err != nil {
 		return err

@@ -97,6 +97,31 @@ func (l Limit) Exceeds(usage, req Vector) (Excess, bool) {
 	return Excess{}, false
 }
 
+// ExceedsWith is Exceeds for a usage of usage plus held minus own (room
+// held for requests not committed yet, less what the asker itself holds),
+// clamped at zero; the Excess reports that combined usage. It allocates
+// nothing.
+func (l Limit) ExceedsWith(usage, held, own, req Vector) (Excess, bool) {
+	for _, b := range l {
+		r := req.Get(b.ID)
+		if r <= 0 {
+			continue
+		}
+		u := usage.Get(b.ID)
+		if h := held.Get(b.ID) - own.Get(b.ID); h > 0 {
+			if u > math.MaxInt64-h {
+				u = math.MaxInt64
+			} else {
+				u += h
+			}
+		}
+		if r > b.Max-u {
+			return Excess{ID: b.ID, Usage: u, Request: r, Max: b.Max}, true
+		}
+	}
+	return Excess{}, false
+}
+
 // AllZero reports whether the limit names resources and all of them are 0.
 func (l Limit) AllZero() bool {
 	if len(l) == 0 {

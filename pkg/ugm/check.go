@@ -7,20 +7,29 @@ import (
 	"github.com/userquota/userquota/pkg/shares"
 )
 
-// check decides req without changing anything. Callers hold m.mu. It
-// returns the leaf queue, the running application (nil if new) and, for a
-// new application, the group it would be tracked against. With soft (only
-// CheckReclaim), a share refusal above the pod's own queue is recorded
-// there instead of returned.
+// check decides req without changing anything, counting the room held
+// by admissions. Callers hold m.mu. It returns the leaf queue, the running
+// application (nil if new) and, for a new application, the group it would
+// be tracked against. With soft (only CheckReclaim), a share refusal above
+// the pod's own queue is recorded there instead of returned.
 func (m *Manager) check(req *Request, soft *shareNeeds) (*queue, *app, string, error) {
+	return m.checkFor(req, nil, soft)
+}
+
+// checkFor is check for the pod holding own (nil: none): its own held
+// room does not count against it.
+func (m *Manager) checkFor(req *Request, own *admission, soft *shareNeeds) (*queue, *app, string, error) {
+	if err := m.admittedConflict(req, own); err != nil {
+		return nil, nil, "", err
+	}
 	leaf := m.queues.byPath[req.Queue]
 	if leaf == nil || m.partition != nil && leaf.limits == nil {
 		switch {
 		case m.partition == nil:
 			// No config: any queue is allowed and nothing is limited.
-			return nil, m.apps[req.App], m.resolveGroup(nil, req.Groups), m.conflict(req, nil)
+			return nil, m.apps[req.App], m.groupOf(req, nil), m.conflict(req, nil)
 		case leaf == nil && req.Create:
-			return m.checkCreate(req, soft)
+			return m.checkCreate(req, own, soft)
 		case req.Create:
 			return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "left the queue config and takes no new pods until it is empty"}
 		}
@@ -39,17 +48,12 @@ func (m *Manager) check(req *Request, soft *shareNeeds) (*queue, *app, string, e
 		if g = a.group; g != nil {
 			group = g.name
 		}
-	} else if group = m.resolveGroup(leaf, req.Groups); group != "" {
+	} else if group = m.groupOf(req, leaf); group != "" {
 		g = m.groups[group]
 	}
-	w := walk{
-		req:    req,
-		user:   newClimb(WhoUser, req.User, m.users[req.User], leaf),
-		group:  newClimb(WhoGroup, group, g, leaf),
-		newApp: a == nil,
-		shares: m.sharesFor(func(x *shareIndex) *shares.Share { return x.get(leaf) }, leaf.usage, req.Resources),
-		soft:   soft,
-	}
+	w := m.newWalk(req, own, leaf, group, g, a == nil && !m.appAdmitted(req))
+	w.shares = m.sharesFor(func(x *shareIndex) *shares.Share { return x.get(leaf) }, leaf.usage, req.Resources)
+	w.soft = soft
 	if soft != nil {
 		soft.leaf = leaf
 	}
@@ -69,7 +73,7 @@ func (m *Manager) check(req *Request, soft *shareNeeds) (*queue, *app, string, e
 // the child template in force for it, the new parents between it and the
 // deepest existing queue have no limits, and every queue from there to root
 // checks as usual. Nothing is created.
-func (m *Manager) checkCreate(req *Request, soft *shareNeeds) (*queue, *app, string, error) {
+func (m *Manager) checkCreate(req *Request, own *admission, soft *shareNeeds) (*queue, *app, string, error) {
 	anc := m.queues.deepest(req.Queue)
 	if anc.childLimits == nil {
 		reason := fmt.Sprintf("cannot be created: %s is a leaf queue", anc.path)
@@ -82,30 +86,24 @@ func (m *Manager) checkCreate(req *Request, soft *shareNeeds) (*queue, *app, str
 		return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
 	}
 	tl := anc.childLimits
-	if r := queueLevel(req.Queue, tl, nil, 0).admit(req.Queue, req.Resources, false); r != nil {
+	w := m.newWalk(req, own, nil, m.groupOf(req, anc), nil, !m.appAdmitted(req))
+	if r := w.queueLevel(req.Queue, tl, nil, 0).admit(req.Queue, req.Resources, false); r != nil {
 		return nil, nil, "", r
 	}
-	group := m.resolveGroup(anc, req.Groups)
-	var g *tracker
+	group := w.group.name
 	if group != "" {
-		g = m.groups[group]
+		w.group.t = m.groups[group]
 	}
 	// The new leaf is empty; its share is in the table when the pod was
 	// counted as pending for it.
 	st := m.sharesFor(func(x *shareIndex) *shares.Share { return x.table.Get(req.Queue) }, nil, req.Resources)
 	if st != nil && tl.share != nil && tl.share.elastic {
-		if r := checkShare(st.table.Get(req.Queue), req.Queue, nil, req.Resources); r != nil {
+		held, own := w.heldAtQueue(req.Queue)
+		if r := checkShare(st.table.Get(req.Queue), req.Queue, nil, held, own, req.Resources); r != nil {
 			return nil, nil, "", r
 		}
 	}
-	w := walk{
-		req:    req,
-		user:   newClimb(WhoUser, req.User, m.users[req.User], nil),
-		group:  newClimb(WhoGroup, group, g, nil),
-		newApp: true,
-		shares: st,
-		soft:   soft,
-	}
+	w.shares, w.soft = st, soft
 	if err := w.up(anc); err != nil {
 		return nil, nil, "", err
 	}
@@ -131,28 +129,80 @@ type walk struct {
 	// keeps its leaf within its guaranteed share).
 	shares *shareIndex
 	soft   *shareNeeds
+	// queues is the room admissions hold by queue path (nil: none held),
+	// own the asker's admission (nil: none), whose room is its own.
+	queues map[string]*held
+	own    *admission
+}
+
+// newWalk starts the walk of req (holding own) from leaf (nil: a queue to
+// create, looked up at each queue) with the group resolved for it.
+func (m *Manager) newWalk(req *Request, own *admission, leaf *queue, group string, g *tracker, newApp bool) walk {
+	w := walk{req: req, own: own, newApp: newApp,
+		user:  newClimb(WhoUser, req.User, m.users[req.User], leaf),
+		group: newClimb(WhoGroup, group, g, leaf),
+	}
+	if !m.adm.none() {
+		w.queues = m.adm.queues
+		w.user.held = m.adm.users[req.User]
+		w.group.held = m.adm.groups[group]
+		if own != nil {
+			w.user.own = own.req.User == req.User
+			w.group.own = own.group == group
+		}
+	}
+	return w
+}
+
+// heldAtQueue returns the room held in the queue at path and the part of
+// it that is the asker's own.
+func (w *walk) heldAtQueue(path string) (held, own resources.Vector) {
+	if w.queues == nil {
+		return nil, nil
+	}
+	if h := w.queues[path]; h != nil {
+		held = h.res
+	}
+	if w.own != nil && onPath(w.own.req.Queue, path) {
+		own = w.own.req.Resources
+	}
+	return held, own
+}
+
+// queueLevel is a queue's own limits (ql) as a level, with the room held
+// in it.
+func (w *walk) queueLevel(path string, ql *queueLimits, usage resources.Vector, apps int) level {
+	l := level{who: WhoQueue, name: path, max: ql.max, maxApps: ql.maxApps, usage: usage, apps: apps}
+	if w.queues != nil {
+		l.held, l.own = w.heldAtQueue(path)
+		if h := w.queues[path]; h != nil {
+			l.apps += h.apps
+		}
+	}
+	return l
 }
 
 // up checks every queue from from to root: at each, the user's limit, the
 // group's, then the queue's own max, maxapplications and runtime share.
 func (w *walk) up(from *queue) error {
 	for q := from; q != nil; q = q.parent {
-		if r := w.user.at(q).admit(q.path, w.req.Resources, w.newApp); r != nil {
+		if r := w.user.at(q, w.own).admit(q.path, w.req.Resources, w.newApp); r != nil {
 			return r
 		}
 		if w.group.name != "" {
-			if r := w.group.at(q).admit(q.path, w.req.Resources, w.newApp); r != nil {
+			if r := w.group.at(q, w.own).admit(q.path, w.req.Resources, w.newApp); r != nil {
 				return r
 			}
 		}
 		if q.limits == nil {
 			continue
 		}
-		if r := queueLevel(q.path, q.limits, q.usage, q.apps).admit(q.path, w.req.Resources, w.newApp); r != nil {
+		l := w.queueLevel(q.path, q.limits, q.usage, q.apps)
+		if r := l.admit(q.path, w.req.Resources, w.newApp); r != nil {
 			return r
 		}
 		if w.shares != nil && q.limits.share != nil && q.limits.share.elastic {
-			if r := checkShare(w.shares.get(q), q.path, q.usage, w.req.Resources); r != nil {
+			if r := checkShare(w.shares.get(q), q.path, q.usage, l.held, l.own, w.req.Resources); r != nil {
 				if w.soft == nil || q == w.soft.leaf {
 					return r
 				}
@@ -164,26 +214,27 @@ func (w *walk) up(from *queue) error {
 }
 
 // level is one limit in force on one queue for one user, group or the
-// queue itself, beside what that one holds there.
+// queue itself, beside what that one holds there: usage and apps
+// running, plus the room held by admissions less own (the asker's).
 type level struct {
 	who, name string // WhoUser, WhoGroup or WhoQueue; the user, group or queue
 	max       resources.Limit
 	maxApps   uint64
 	usage     resources.Vector
+	held, own resources.Vector
 	apps      int
-}
-
-// queueLevel is a queue's own limits (ql) as a level.
-func queueLevel(path string, ql *queueLimits, usage resources.Vector, apps int) level {
-	return level{who: WhoQueue, name: path, max: ql.max, maxApps: ql.maxApps, usage: usage, apps: apps}
 }
 
 // admit refuses req at the queue at path when it would take the level over
 // its resources, or, for a new application, over its running applications.
 func (l level) admit(path string, req resources.Vector, newApp bool) *Refusal {
-	if e, over := l.max.Exceeds(l.usage, req); over {
-		return &Refusal{Who: l.who, Name: l.name, Queue: path, Limit: LimitResources,
+	if e, over := l.max.ExceedsWith(l.usage, l.held, l.own, req); over {
+		r := &Refusal{Who: l.who, Name: l.name, Queue: path, Limit: LimitResources,
 			Resource: e.ID.Name(), Usage: e.Usage, Request: e.Request, Max: e.Max}
+		if h := l.held.Get(e.ID) - l.own.Get(e.ID); h > 0 {
+			r.Admitted = h
+		}
+		return r
 	}
 	if newApp && l.maxApps > 0 && uint64(l.apps)+1 > l.maxApps {
 		return &Refusal{Who: l.who, Name: l.name, Queue: path, Limit: LimitApplications,
@@ -201,6 +252,11 @@ type climb struct {
 	// n is the tracker's node at the queue the walk is at, once found; its
 	// parent is the node of the queue's parent.
 	n *node
+	// held is the room admissions hold for this user or group by queue
+	// path (nil: none); own: the asker's admission is this user's or
+	// group's.
+	held map[string]*held
+	own  bool
 }
 
 // newClimb starts a climb; leaf is the queue the walk starts at when the
@@ -213,8 +269,9 @@ func newClimb(who, name string, t *tracker, leaf *queue) climb {
 	return c
 }
 
-// at returns the level at q and steps to q's parent.
-func (c *climb) at(q *queue) level {
+// at returns the level at q and steps to q's parent; own is the asker's
+// admission (nil: none).
+func (c *climb) at(q *queue, own *admission) level {
 	l := level{who: c.who, name: c.name}
 	if c.n == nil && c.t != nil {
 		c.n = c.t.nodes[q]
@@ -230,6 +287,14 @@ func (c *climb) at(q *queue) level {
 	}
 	if e != nil {
 		l.max, l.maxApps = e.maxResources, e.maxApplications
+	}
+	if c.held != nil {
+		if h := c.held[q.path]; h != nil {
+			l.held, l.apps = h.res, l.apps+h.apps
+		}
+		if c.own && onPath(own.req.Queue, q.path) {
+			l.own = own.req.Resources
+		}
 	}
 	return l
 }

@@ -138,11 +138,12 @@ type Decision struct {
 	Elastic bool
 }
 
-// Decide places a pod and checks the request in one read-locked step, so
-// placement and limits come from the same config even while a new one is
-// put in force. With reclaim, a share refusal above the pod's own queue is
-// looked into as CheckReclaim does. Nothing is changed.
-func (m *Manager) Decide(place Placer, reclaim bool) Decision {
+// Decide places the pod key and checks its request in one read-locked
+// step, so placement and limits come from the same config even while a new
+// one is put in force. Room held by admissions counts, the pod's own
+// aside. With reclaim, a share refusal above the pod's own queue is looked
+// into as CheckReclaim does. Nothing is changed.
+func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	in := m.InForce()
@@ -156,13 +157,14 @@ func (m *Manager) Decide(place Placer, reclaim bool) Decision {
 	if d.Err = validate(&req); d.Err != nil {
 		return d
 	}
-	_, _, _, d.Err = m.check(&req, nil)
+	own := m.adm.byKey[key]
+	_, _, _, d.Err = m.checkFor(&req, own, nil)
 	var r *Refusal
 	if !reclaim || !in.Elastic || !errors.As(d.Err, &r) || r.Limit != LimitShare || r.Queue == req.Queue {
 		return d
 	}
 	soft := &shareNeeds{}
-	if _, _, _, err := m.check(&req, soft); err == nil {
+	if _, _, _, err := m.checkFor(&req, own, soft); err == nil {
 		d.Blocked = soft.blocked
 	}
 	return d

@@ -79,6 +79,9 @@ type Manager struct {
 	// shares is the share table in force for elastic queues (nil: none
 	// computed yet, shares are not checked). Swapped without m.mu.
 	shares atomic.Pointer[shareIndex]
+	// adm is the room held for pods admitted and not charged yet
+	// (admission.go).
+	adm admissions
 }
 
 // New returns a Manager with no config: usage is tracked, nothing is limited.
@@ -88,6 +91,7 @@ func New() *Manager {
 		users:  map[string]*tracker{},
 		groups: map[string]*tracker{},
 		apps:   map[AppKey]*app{},
+		adm:    newAdmissions(),
 	}
 }
 
@@ -107,16 +111,21 @@ func (m *Manager) Check(req *Request) error {
 // Increase checks req and, if it fits, commits it on every queue of the path
 // for the user, the application's group and the queues, all or nothing. The
 // first allocation of an application starts it running and fixes its group.
-func (m *Manager) Increase(req *Request) error {
+func (m *Manager) Increase(req *Request) error { return m.Commit("", req) }
+
+// Commit is Increase for the pod key: the room it holds (Admit) does not
+// count against it, and is turned into its charge.
+func (m *Manager) Commit(key string, req *Request) error {
 	if err := validate(req); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	leaf, a, group, err := m.check(req, nil)
+	leaf, a, group, err := m.checkFor(req, m.adm.byKey[key], nil)
 	if err != nil {
 		return err
 	}
+	m.unadmit(key)
 	return m.commit(req, leaf, a, group)
 }
 
@@ -124,7 +133,11 @@ func (m *Manager) Increase(req *Request) error {
 // run (a restart or failover finds them bound), which the scheduler cannot
 // refuse. A queue missing from the config is tracked, unlimited, until
 // empty. It still refuses an application conflict or a bad request.
-func (m *Manager) ForceIncrease(req *Request) error {
+func (m *Manager) ForceIncrease(req *Request) error { return m.ForceCommit("", req) }
+
+// ForceCommit is ForceIncrease for the pod key: the room it held, if any,
+// goes.
+func (m *Manager) ForceCommit(key string, req *Request) error {
 	if err := validate(req); err != nil {
 		return err
 	}
@@ -142,8 +155,9 @@ func (m *Manager) ForceIncrease(req *Request) error {
 			// A new queue has no group limits of its own.
 			from = m.queues.deepest(req.Queue)
 		}
-		group = m.resolveGroup(from, req.Groups)
+		group = m.groupOf(req, from)
 	}
+	m.unadmit(key)
 	return m.commit(req, leaf, a, group)
 }
 
@@ -185,6 +199,7 @@ func (m *Manager) Decrease(req *Request) error {
 	a.allocations--
 	if ended {
 		delete(m.apps, a.key)
+		m.appEnded(a.key)
 		m.dropEmpty(a.user, a.leaf)
 		if a.group != nil {
 			m.dropEmpty(a.group, a.leaf)
@@ -258,6 +273,16 @@ func validate(req *Request) error {
 	return nil
 }
 
+// groupOf is the group a request of a new application is tracked
+// against: the one resolved when its application was admitted, else
+// resolved from leaf (nil: from no queue) as resolveGroup does.
+func (m *Manager) groupOf(req *Request, leaf *queue) string {
+	if aa := m.adm.apps[req.App]; aa != nil {
+		return aa.group
+	}
+	return m.resolveGroup(leaf, req.Groups)
+}
+
 // resolveGroup picks the group a new application is tracked against: walking
 // leaf to root, the first queue whose limits name one of the user's groups
 // (earliest limit entry first) decides; a "*" group entry on a queue matches
@@ -327,6 +352,7 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 	if newApp {
 		a = &app{key: req.App, user: u, group: g, leaf: leaf}
 		m.apps[req.App] = a
+		m.appStarted(req.App)
 	}
 	a.allocations++
 	for _, t := range [2]*tracker{u, g} {

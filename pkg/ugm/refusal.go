@@ -42,6 +42,9 @@ type Refusal struct {
 	// Guaranteed is the queue's guaranteed share of Resource, for
 	// LimitShare: the reason says how much of the share was lent.
 	Guaranteed int64
+	// Admitted is the part of Usage held by pods let into the scheduling
+	// queue and not running yet (admissions).
+	Admitted int64
 }
 
 // Error reads well in `kubectl describe pod`, e.g.
@@ -59,6 +62,9 @@ func (r *Refusal) Error() string {
 	id := resources.Intern(r.Resource)
 	amounts := fmt.Sprintf("%s %s+%s > %s", r.Resource, resources.FormatValue(id, r.Usage),
 		resources.FormatValue(id, r.Request), resources.FormatValue(id, r.Max))
+	if r.Admitted > 0 {
+		amounts += fmt.Sprintf(" (%s of it admitted, not running yet)", resources.FormatValue(id, r.Admitted))
+	}
 	if r.Limit == LimitGuaranteed {
 		return fmt.Sprintf("queue %s has no guaranteed room left for non-preemptible pods: %s (non-preemptible pods never use capacity lent by other queues)", r.Queue, amounts)
 	}

@@ -53,12 +53,12 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	pl.elastic.ensure(ctx, logger)
 	frees := pl.requeue.freed()
 	// Placement and check against one config, even during a reload.
-	d := pl.ugm.Decide(pl.placer(pod), true)
+	d := pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
 	if d.Err != nil && d.Placed && pl.requeue.freed() != frees {
 		// Room was freed while deciding: decide again, once, rather than
 		// refuse and wait for the activation.
 		frees = pl.requeue.freed()
-		d = pl.ugm.Decide(pl.placer(pod), true)
+		d = pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
 	}
 	if d.Err != nil && !d.Placed {
 		return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, nil, d.Err, frees)

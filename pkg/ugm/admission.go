@@ -1,0 +1,280 @@
+package ugm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/userquota/userquota/pkg/resources"
+)
+
+// Admissions are room held for pods let into the scheduling queue
+// (PreEnqueue) and not charged yet: a check counts them as usage of the
+// user, the group and every queue on their path, so that a burst of pods
+// is let in only as far as the limits go. They are not usage: snapshots,
+// metrics and the REST API show what is charged; an admission becomes a
+// charge when its pod is committed (Commit, ForceCommit), or goes
+// (Unadmit) when the pod is refused, deleted or bound elsewhere.
+//
+// They live beside the trackers, keyed by name and queue path, so that a
+// user or queue with admissions only is not a tracked user or a running
+// application, and a dynamic queue not created yet can hold room.
+
+// held is room held at one place: resources and applications admitted
+// there but not running.
+type held struct {
+	res  resources.Vector
+	apps int
+}
+
+func (h *held) empty() bool { return h.apps == 0 && h.res.IsZero() }
+
+// admission is one pod's held room.
+type admission struct {
+	key string
+	req Request // a copy
+	// group is the group resolved for the application when it had no
+	// running or admitted pod; "" for none.
+	group string
+}
+
+// admittedApp is an application with admissions.
+type admittedApp struct {
+	user, queue, group string
+	count              int
+	// counted: the application holds one of the apps of its path's
+	// places, because it does not run (not in Manager.apps).
+	counted bool
+}
+
+// admissions is the Manager's book of held room. The Manager locks.
+type admissions struct {
+	byKey map[string]*admission
+	apps  map[AppKey]*admittedApp
+	// Held room by user (then queue path), by group (then queue path) and
+	// by queue path (the queue's subtree).
+	users  map[string]map[string]*held
+	groups map[string]map[string]*held
+	queues map[string]*held
+}
+
+func newAdmissions() admissions {
+	return admissions{
+		byKey:  map[string]*admission{},
+		apps:   map[AppKey]*admittedApp{},
+		users:  map[string]map[string]*held{},
+		groups: map[string]map[string]*held{},
+		queues: map[string]*held{},
+	}
+}
+
+// none reports whether nothing is held: the check then skips every
+// lookup.
+func (a *admissions) none() bool { return len(a.byKey) == 0 }
+
+// at returns the room held at path in byName[name] (nil: none).
+func heldAt(byName map[string]map[string]*held, name, path string) *held {
+	if m := byName[name]; m != nil {
+		return m[path]
+	}
+	return nil
+}
+
+// onPath reports whether the queue at path is leaf or one of its
+// ancestors.
+func onPath(leaf, path string) bool {
+	return leaf == path || strings.HasPrefix(leaf, path+".")
+}
+
+// paths calls fn with every queue path from leaf up to root.
+func paths(leaf string, fn func(string)) {
+	for p := leaf; p != ""; {
+		fn(p)
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+}
+
+// add adds (sign 1) or takes back (sign -1) req's resources, and apps
+// applications, at every place of its path.
+func (a *admissions) add(req *Request, group string, sign, apps int) {
+	at := func(byName map[string]map[string]*held, name string) {
+		m := byName[name]
+		if m == nil {
+			m = map[string]*held{}
+			byName[name] = m
+		}
+		paths(req.Queue, func(p string) { m[p] = stepHeld(m[p], req.Resources, sign, apps) })
+		for p, h := range m {
+			if h.empty() {
+				delete(m, p)
+			}
+		}
+		if len(m) == 0 {
+			delete(byName, name)
+		}
+	}
+	at(a.users, req.User)
+	if group != "" {
+		at(a.groups, group)
+	}
+	paths(req.Queue, func(p string) {
+		if h := stepHeld(a.queues[p], req.Resources, sign, apps); h.empty() {
+			delete(a.queues, p)
+		} else {
+			a.queues[p] = h
+		}
+	})
+}
+
+// stepHeld changes h (nil: empty) by sign times res and apps.
+func stepHeld(h *held, res resources.Vector, sign, apps int) *held {
+	if h == nil {
+		h = &held{}
+	}
+	if sign > 0 {
+		h.res.AddUnchecked(res)
+	} else {
+		h.res.SubClamped(res)
+	}
+	h.apps += sign * apps
+	return h
+}
+
+// count makes the admitted application hold (or stop holding) one of the
+// apps of its path's places.
+func (a *admissions) count(aa *admittedApp, on bool) {
+	if aa.counted == on {
+		return
+	}
+	aa.counted = on
+	sign := -1
+	if on {
+		sign = 1
+	}
+	a.add(&Request{User: aa.user, Queue: aa.queue}, aa.group, sign, 1)
+}
+
+// Admit holds room for the request of the pod key: from now on checks of
+// other pods count it as usage, until Commit, ForceCommit or Unadmit. It
+// is refused, holding nothing, when the request does not fit every limit
+// with the room already held for others (the refusal names it); a key
+// that holds room already is admitted again with req. Pods that run are
+// never admitted: their charge is their usage.
+func (m *Manager) Admit(key string, req *Request) error {
+	if err := validate(req); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, _, _, err := m.checkFor(req, m.adm.byKey[key], nil); err != nil {
+		return err
+	}
+	m.unadmit(key)
+	ad := &admission{key: key, req: *req}
+	ad.req.Groups = append([]string(nil), req.Groups...)
+	ad.req.Resources = req.Resources.Clone()
+	aa := m.adm.apps[req.App]
+	if aa == nil {
+		group := ""
+		if run := m.apps[req.App]; run != nil {
+			if run.group != nil {
+				group = run.group.name
+			}
+		} else {
+			from := m.queues.byPath[req.Queue]
+			if from == nil {
+				from = m.queues.deepest(req.Queue)
+			}
+			group = m.resolveGroup(from, req.Groups)
+		}
+		aa = &admittedApp{user: req.User, queue: req.Queue, group: group}
+		m.adm.apps[req.App] = aa
+		m.adm.count(aa, m.apps[req.App] == nil)
+	}
+	aa.count++
+	ad.group = aa.group
+	m.adm.byKey[key] = ad
+	m.adm.add(&ad.req, ad.group, 1, 0)
+	return nil
+}
+
+// Unadmit drops the room the pod key holds; false when it holds none.
+func (m *Manager) Unadmit(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unadmit(key)
+}
+
+// Admitted reports whether the pod key holds room.
+func (m *Manager) Admitted(key string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.adm.byKey[key]
+	return ok
+}
+
+// AdmittedCount is the number of pods holding room.
+func (m *Manager) AdmittedCount() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.adm.byKey)
+}
+
+// unadmit is Unadmit for a caller holding m.mu for writing.
+func (m *Manager) unadmit(key string) bool {
+	ad := m.adm.byKey[key]
+	if ad == nil {
+		return false
+	}
+	delete(m.adm.byKey, key)
+	m.adm.add(&ad.req, ad.group, -1, 0)
+	if aa := m.adm.apps[ad.req.App]; aa != nil {
+		if aa.count--; aa.count <= 0 {
+			m.adm.count(aa, false)
+			delete(m.adm.apps, ad.req.App)
+		}
+	}
+	return true
+}
+
+// appStarted tells the admissions that app runs now (its first charge):
+// it no longer holds an app of its own.
+func (m *Manager) appStarted(app AppKey) {
+	if aa := m.adm.apps[app]; aa != nil {
+		m.adm.count(aa, false)
+	}
+}
+
+// appEnded tells the admissions that app stopped running (its last
+// release): while it has admissions it holds an app again.
+func (m *Manager) appEnded(app AppKey) {
+	if aa := m.adm.apps[app]; aa != nil {
+		m.adm.count(aa, true)
+	}
+}
+
+// admittedConflict refuses req when its application is admitted (and not
+// running) for another user or queue, own's admission aside.
+func (m *Manager) admittedConflict(req *Request, own *admission) error {
+	aa := m.adm.apps[req.App]
+	if aa == nil || aa.user == req.User && aa.queue == req.Queue {
+		return nil
+	}
+	if own != nil && own.req.App == req.App && aa.count == 1 {
+		return nil
+	}
+	return &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: aa.user, HeldQueue: aa.queue}
+}
+
+// appAdmitted reports whether req's application has admissions (own's
+// included): it then holds one of the apps of its path already, so it is
+// not new for maxapplications.
+func (m *Manager) appAdmitted(req *Request) bool { return m.adm.apps[req.App] != nil }
+
+// String is for debugging and test failures.
+func (a *admission) String() string {
+	return fmt.Sprintf("%s: %s in %s %s", a.key, a.req.User, a.req.Queue, a.req.Resources)
+}
