@@ -1,0 +1,238 @@
+package hold
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+var t0 = time.Unix(1_000_000, 0)
+
+// held is a test pod of user in queue and app, created minutes after t0,
+// held by reason.
+func held(name, user, queue, app string, prio int32, minutes int, reason error) *Pod {
+	return &Pod{Key: name, Name: "ns/" + name, Priority: prio, Created: t0.Add(time.Duration(minutes) * time.Minute), Reason: reason,
+		Request: &ugm.Request{User: user, Groups: []string{"dev"}, Queue: queue, App: ugm.AppKey{Namespace: "ns", ID: app},
+			Resources: resources.FromMap(map[string]int64{"cpu": 1000})}}
+}
+
+func userLimit(user string) error {
+	return &ugm.Refusal{Who: ugm.WhoUser, Name: user, Queue: "root.a", Limit: ugm.LimitResources, Resource: "cpu", Usage: 2000, Request: 1000, Max: 2000}
+}
+
+func queueMax(queue string, request int64) error {
+	return &ugm.Refusal{Who: ugm.WhoQueue, Name: queue, Queue: queue, Limit: ugm.LimitResources, Resource: "cpu", Usage: 4000, Request: request, Max: 4000}
+}
+
+func keys(ps []*Pod) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Key)
+	}
+	return strings.Join(out, " ")
+}
+
+// fairOrder: root.fair is fair with the given usage per application.
+type fairOrder map[string]float64
+
+func (f fairOrder) Fair(queue string) bool { return queue == "root.fair" }
+func (f fairOrder) Usage(app ugm.AppKey, _ string) float64 {
+	return f[app.ID]
+}
+
+func TestReleased(t *testing.T) {
+	release := func(user, queue string) *ugm.Request {
+		return &ugm.Request{User: user, Queue: queue, App: ugm.AppKey{Namespace: "ns", ID: "gone"}}
+	}
+	for _, tc := range []struct {
+		name     string
+		pods     []*Pod
+		released *ugm.Request
+		window   int
+		order    Order
+		want     string
+	}{
+		{
+			name: "only pods the release may help, in priority then age order",
+			pods: []*Pod{
+				held("sue-old", "sue", "root.a", "x", 0, 1, userLimit("sue")),
+				held("sue-new", "sue", "root.a", "y", 0, 5, userLimit("sue")),
+				held("sue-urgent", "sue", "root.a", "z", 10, 9, userLimit("sue")),
+				held("bob", "bob", "root.a", "b", 0, 0, userLimit("bob")),
+				held("b-queue", "ann", "root.b", "q", 0, 0, queueMax("root.b", 1000)),
+				held("a-queue", "ann", "root.a", "q2", 0, 3, queueMax("root.a", 1000)),
+			},
+			released: release("sue", "root.a"),
+			window:   10,
+			want:     "sue-urgent sue-old a-queue sue-new",
+		},
+		{
+			name: "fifo: the application whose oldest held pod is oldest first",
+			pods: []*Pod{
+				held("y-1", "sue", "root.a", "y", 0, 2, userLimit("sue")),
+				held("x-2", "sue", "root.a", "x", 0, 3, userLimit("sue")),
+				held("x-1", "sue", "root.a", "x", 0, 1, userLimit("sue")),
+				held("y-2", "sue", "root.a", "y", 0, 4, userLimit("sue")),
+			},
+			released: release("sue", "root.a"),
+			window:   10,
+			want:     "x-1 x-2 y-1 y-2",
+		},
+		{
+			name: "fair: the application using least first",
+			pods: []*Pod{
+				held("big-1", "sue", "root.fair", "big", 0, 1, userLimit("sue")),
+				held("small-1", "sue", "root.fair", "small", 0, 2, userLimit("sue")),
+				held("big-2", "sue", "root.fair", "big", 0, 3, userLimit("sue")),
+			},
+			released: release("sue", "root.fair"),
+			window:   10,
+			order:    fairOrder{"big": 0.5, "small": 0.1},
+			want:     "small-1 big-1 big-2",
+		},
+		{
+			name: "at most window pods from each limit touched",
+			pods: []*Pod{
+				held("q-1", "u1", "root.a", "1", 0, 1, queueMax("root.a", 1000)),
+				held("q-2", "u2", "root.a", "2", 0, 2, queueMax("root.a", 1000)),
+				held("q-3", "u3", "root.a", "3", 0, 3, queueMax("root.a", 1000)),
+			},
+			released: release("sue", "root.a"),
+			window:   2,
+			want:     "q-1 q-2",
+		},
+		{
+			name:     "placement waits for a config change",
+			pods:     []*Pod{{Key: "lost", Reason: &ugm.QueueError{Queue: "root.x", Reason: "does not exist"}}},
+			released: release("sue", "root.a"),
+			window:   10,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBook(0)
+			for _, p := range tc.pods {
+				b.Hold(p, t0)
+			}
+			if diff := cmp.Diff(tc.want, keys(b.Released(tc.released, tc.window, tc.order))); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHoldKeepsSinceAndCounts(t *testing.T) {
+	b := NewBook(0)
+	p := held("p", "sue", "root.a", "x", 0, 0, userLimit("sue"))
+	if old := b.Hold(p, t0); old != nil {
+		t.Fatalf("first hold returned %v", old)
+	}
+	again := held("p", "sue", "root.a", "x", 0, 0, queueMax("root.a", 1000))
+	if old := b.Hold(again, t0.Add(time.Hour)); old != p || !again.Since.Equal(t0) {
+		t.Fatalf("re-hold: old %v, since %v; want the first entry and its time", old, again.Since)
+	}
+	if diff := cmp.Diff(map[Kind]int{KindQueue: 1}, b.Kinds()); diff != "" {
+		t.Errorf("kinds (-want,+got):\n%s", diff)
+	}
+	if b.Remove("p") != again || b.Len() != 0 || len(b.Kinds()) != 0 || len(b.byBlock) != 0 {
+		t.Errorf("not empty after remove: %d pods, kinds %v, %d blocks", b.Len(), b.Kinds(), len(b.byBlock))
+	}
+	if b.Remove("p") != nil {
+		t.Error("removed twice")
+	}
+}
+
+func TestBarrier(t *testing.T) {
+	const wait = time.Minute
+	now := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name  string
+		head  *Pod
+		since time.Time // when the head was held
+		asker *Pod
+		want  string
+	}{
+		{"a starving pod keeps its room from a younger one", held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000)), now.Add(-2 * wait),
+			held("small", "bob", "root.a", "y", 0, 5, nil), "big"},
+		{"not starving yet: no room kept", held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000)), now.Add(-wait / 2),
+			held("small", "bob", "root.a", "y", 0, 5, nil), ""},
+		{"a pod that can never fit keeps no room", held("huge", "ann", "root.a", "x", 0, 0, queueMax("root.a", 5000)), now.Add(-2 * wait),
+			held("small", "bob", "root.a", "y", 0, 5, nil), ""},
+		{"a higher priority pod goes first anyway", held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000)), now.Add(-2 * wait),
+			held("urgent", "bob", "root.a", "y", 5, 5, nil), ""},
+		{"a pod of another queue is not held back", held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000)), now.Add(-2 * wait),
+			held("other", "bob", "root.b", "y", 0, 5, nil), ""},
+		{"the starving pod itself is not held back", held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000)), now.Add(-2 * wait),
+			held("big", "ann", "root.a", "x", 0, 0, nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBook(wait)
+			b.Hold(tc.head, tc.since)
+			got := ""
+			if p := b.Barrier(tc.asker.Key, tc.asker.Request, tc.asker.Priority, tc.asker.Created, now); p != nil {
+				got = p.Key
+			}
+			if got != tc.want {
+				t.Errorf("Barrier = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if b := NewBook(0); b.Barrier("x", held("x", "a", "root.a", "x", 0, 0, nil).Request, 0, t0, now) != nil {
+		t.Error("a book without a starvation wait keeps room")
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	behind := &BehindError{Pod: held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000))}
+	for _, tc := range []struct {
+		err  error
+		want Kind
+	}{
+		{userLimit("sue"), KindUser},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "dev", Limit: ugm.LimitResources}, KindGroup},
+		{queueMax("root.a", 1), KindQueue},
+		{&ugm.Refusal{Who: ugm.WhoUser, Limit: ugm.LimitApplications}, KindApplications},
+		{&ugm.Refusal{Who: ugm.WhoQueue, Limit: ugm.LimitShare}, KindShare},
+		{&ugm.Refusal{Who: ugm.WhoQueue, Limit: ugm.LimitGuaranteed}, KindGuaranteed},
+		{&ugm.AppConflict{}, KindApplication},
+		{&ugm.QueueError{}, KindPlacement},
+		{errors.New("annotation is not JSON"), KindPlacement},
+		{behind, KindBehind},
+		{fmt.Errorf("wrapped: %w", userLimit("sue")), KindUser},
+	} {
+		if got := KindOf(tc.err); got != tc.want {
+			t.Errorf("KindOf(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+	if !strings.Contains(behind.Error(), "waiting behind pod ns/big") {
+		t.Errorf("behind reason: %s", behind.Error())
+	}
+}
+
+func TestAffects(t *testing.T) {
+	req := &ugm.Request{User: "sue", Groups: []string{"dev"}, Queue: "root.a.b", App: ugm.AppKey{Namespace: "ns", ID: "x"}}
+	for _, tc := range []struct {
+		reason error
+		want   bool
+	}{
+		{userLimit("sue"), true},
+		{userLimit("bob"), false},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "dev"}, true},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "ops"}, false},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "*"}, true},
+		{queueMax("root.a", 1), true},
+		{queueMax("root.ab", 1), false},
+		{&ugm.AppConflict{App: ugm.AppKey{Namespace: "ns", ID: "x"}}, true},
+		{&ugm.QueueError{Queue: "root.a.b"}, false},
+	} {
+		if got := Affects(tc.reason, req); got != tc.want {
+			t.Errorf("Affects(%v) = %v, want %v", tc.reason, got, tc.want)
+		}
+	}
+}

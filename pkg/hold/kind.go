@@ -1,0 +1,171 @@
+// Package hold is the book of pods held out of the scheduling queue
+// because their quota cannot take them now (docs/design.md, "Hold and let
+// in"): what holds each pod, the order they are let in when room frees,
+// and the starvation rule that keeps room for a pod that waited too long.
+// It decides nothing about limits itself: the caller asks ugm whether a
+// pod fits and tells the book. It knows pods only as keys, requests and
+// refusals, so the scheduler plugin and the simulator use it alike. A
+// Book has no lock: its owner locks.
+package hold
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Kind names the kind of limit that holds a pod: the reason of the pod's
+// condition (userquota.io/QuotaAdmitted=False) is Kind + "Limit", e.g.
+// UserLimit.
+type Kind string
+
+// Kinds of holds.
+const (
+	KindUser         Kind = "User"
+	KindGroup        Kind = "Group"
+	KindQueue        Kind = "Queue"
+	KindApplications Kind = "Applications"
+	KindShare        Kind = "Share"
+	KindGuaranteed   Kind = "Guaranteed"
+	// KindPlacement: the pod has no queue it may run in (no such queue, a
+	// parent queue, the ACLs, no placement rule) or its metadata is
+	// malformed: a config change or an update of the pod may help.
+	KindPlacement Kind = "Placement"
+	// KindApplication: the pod's application runs for another user or in
+	// another queue.
+	KindApplication Kind = "Application"
+	// KindBehind: the pod would fit, but it would take room kept for a pod
+	// of the same limit that waited longer than the starvation wait.
+	KindBehind Kind = "Behind"
+)
+
+// KindOf classifies why a pod is held.
+func KindOf(reason error) Kind {
+	var r *ugm.Refusal
+	var conflict *ugm.AppConflict
+	var behind *BehindError
+	switch {
+	case errors.As(reason, &behind):
+		return KindBehind
+	case errors.As(reason, &r):
+		switch {
+		case r.Limit == ugm.LimitApplications:
+			return KindApplications
+		case r.Limit == ugm.LimitShare:
+			return KindShare
+		case r.Limit == ugm.LimitGuaranteed:
+			return KindGuaranteed
+		case r.Who == ugm.WhoUser:
+			return KindUser
+		case r.Who == ugm.WhoGroup:
+			return KindGroup
+		}
+		return KindQueue
+	case errors.As(reason, &conflict):
+		return KindApplication
+	}
+	return KindPlacement
+}
+
+// BehindError holds a pod that fits but would take room kept for Pod, a
+// pod of the same limit held longer than the starvation wait.
+type BehindError struct {
+	Pod *Pod
+}
+
+func (e *BehindError) Error() string {
+	return "waiting behind pod " + e.Pod.Name + ", held since " + e.Pod.Since.UTC().Format("15:04:05") +
+		" (longer than the starvation wait): the room it needs is kept for it; it was held because " + e.Pod.Reason.Error()
+}
+
+// block is what holds a pod, as a key of the book's index: the user or
+// group limit, the queue (its max, maxapplications or share), the
+// application, or placement.
+type block struct {
+	kind byte // 'u', 'g', 'q', 'a', 'p'
+	name string
+}
+
+// blockOf is the index key of a reason.
+func blockOf(reason error) block {
+	var r *ugm.Refusal
+	var conflict *ugm.AppConflict
+	var behind *BehindError
+	switch {
+	case errors.As(reason, &behind):
+		return blockOf(behind.Pod.Reason)
+	case errors.As(reason, &r):
+		switch r.Who {
+		case ugm.WhoUser:
+			return block{'u', r.Name}
+		case ugm.WhoGroup:
+			return block{'g', r.Name}
+		}
+		return block{'q', r.Queue}
+	case errors.As(reason, &conflict):
+		return block{'a', conflict.App.String()}
+	}
+	return block{'p', ""}
+}
+
+// touched lists the blocks a release of released may open: its user, its
+// groups (and the cumulative group "*"), every queue on its path, its
+// application.
+func touched(released *ugm.Request) []block {
+	out := []block{{'u', released.User}, {'a', released.App.String()}}
+	for _, g := range released.Groups {
+		out = append(out, block{'g', g})
+	}
+	if len(released.Groups) > 0 {
+		out = append(out, block{'g', "*"})
+	}
+	for p := released.Queue; p != ""; {
+		out = append(out, block{'q', p})
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return out
+}
+
+// Affects reports whether req counts against the limit that reason says
+// holds a pod: the same user, a group of req's user, a queue on req's
+// path, or the application that blocked it. A release of req may then
+// make room for the pod, and an admission of req would take room from it.
+func Affects(reason error, req *ugm.Request) bool {
+	b := blockOf(reason)
+	switch b.kind {
+	case 'u':
+		return req.User == b.name
+	case 'g':
+		if b.name == "*" {
+			return len(req.Groups) > 0
+		}
+		for _, g := range req.Groups {
+			if g == b.name {
+				return true
+			}
+		}
+		return false
+	case 'q':
+		return req.Queue == b.name || strings.HasPrefix(req.Queue, b.name+".")
+	case 'a':
+		return req.App.String() == b.name
+	}
+	// Placement waits for a config change or an update of the pod itself.
+	return false
+}
+
+// canEverFit reports whether the pod's request alone fits the limit that
+// holds it: a pod that asks for more than a max can never run there, and
+// no room is kept for it.
+func canEverFit(reason error) bool {
+	var r *ugm.Refusal
+	if !errors.As(reason, &r) || r.Limit == ugm.LimitGuaranteed && r.Resource == "" {
+		return false
+	}
+	return r.Request <= r.Max
+}
