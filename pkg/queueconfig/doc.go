@@ -26,4 +26,8 @@
 //     resources (YuniKorn loses track of it there).
 //   - Placement rules compare rule names and queue names ignoring case, and
 //     treat a queue with children as a parent even without `parent: true`.
+//   - application.sort.policy ignores case and spaces around the value,
+//     and any value but fifo, fair or stateaware (read as fifo, with a
+//     notice) is an error; YuniKorn takes an unknown value as fifo and only
+//     logs it.
 package queueconfig

@@ -9,7 +9,9 @@ import (
 // unchanged, but do not act on yet. Each kind is reported once at load, so
 // an operator knows the setting is not in force. So is the one place where
 // we act differently from YuniKorn on purpose at load: a partition without
-// any submitacl has submit ACL checks off (docs/placement.md).
+// any submitacl has submit ACL checks off (docs/placement.md). And so is a
+// deprecated value read as another: application.sort.policy: stateaware is
+// read as fifo (appsort.go).
 
 const (
 	noticeAccepted   = "accepted, not enforced yet"
@@ -74,10 +76,17 @@ func collectNotices(rc *rawConfig) []string {
 		var walk func(q *rawQueue, elastic bool)
 		walk = func(q *rawQueue, elastic bool) {
 			for k := range q.properties {
-				if !strings.HasPrefix(k, "quota.") && !isPreemptionProp(k) {
+				if !strings.HasPrefix(k, "quota.") && !isPreemptionProp(k) && k != PropAppSortPolicy {
 					n.add("properties", q.propertiesP.path, noticeAccepted)
 					break
 				}
+			}
+			if isStateAware(q.properties) {
+				n.add("stateaware", childPos(q.propertiesP, PropAppSortPolicy, 0).path, noticeStateAware)
+			}
+			if q.childTemplate != nil && isStateAware(q.childTemplate.Properties) {
+				tp := childPos(q.childTemplateP, "properties", 0)
+				n.add("stateaware", childPos(tp, PropAppSortPolicy, 0).path, noticeStateAware)
 			}
 			elastic = elastic || q.properties[PropSharing] != ""
 			if len(q.guaranteed.q) > 0 && !elastic {

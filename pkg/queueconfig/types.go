@@ -11,7 +11,8 @@ type Config struct {
 	Checksum string
 	// Notices lists keys that were accepted but are not acted on yet
 	// ("partitions[0].preemption: accepted, not enforced yet"), one each,
-	// and each partition whose submit ACL checks are off (no submitacl).
+	// each partition whose submit ACL checks are off (no submitacl), and
+	// application.sort.policy: stateaware, read as fifo.
 	Notices []string
 }
 
@@ -64,6 +65,10 @@ type Queue struct {
 	// Preemption is what the queue's preemption.* properties set
 	// (preemption.go); not inherited here.
 	Preemption Preemption
+	// AppSort is the queue's own application.sort.policy (appsort.go):
+	// AppSortFIFO, AppSortFair, or "" when the queue does not set it; not
+	// inherited here (AppSortPolicy resolves it for a leaf).
+	AppSort string
 }
 
 // Limit is one entry of a queue's `limits` list. It applies to each user
@@ -92,6 +97,9 @@ type ChildTemplate struct {
 	Sharing Sharing
 	// Preemption is what the template's preemption.* properties set.
 	Preemption Preemption
+	// AppSort is the template's application.sort.policy: AppSortFIFO,
+	// AppSortFair, or "" when the template does not set it.
+	AppSort string
 }
 
 // PlacementRule is one entry of a partition's placementrules.

@@ -79,6 +79,7 @@ func (v *validator) validatePartition(pb *partBuild) {
 		v.checkGuaranteed(pb, root, nil)
 		v.checkSharing(pb)
 		v.checkPreemption(pb)
+		v.checkAppSort(pb)
 		v.checkHierarchy(pb, root, newEffective())
 	}
 	v.checkPlacementRules(pb)
