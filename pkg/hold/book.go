@@ -26,6 +26,8 @@ type Pod struct {
 	// Since is when it was first held (kept while it stays held); the book
 	// sets it.
 	Since time.Time
+	// Obj is the caller's object for the pod (the scheduler's *v1.Pod).
+	Obj any
 
 	block block
 }

@@ -26,6 +26,10 @@ type Source struct {
 	// PerUser adds per-user and per-group series: one per user (or group),
 	// queue and resource, so off by default (cardinality).
 	PerUser bool
+	// Held counts the pods held for quota by kind of limit (nil: none).
+	Held func() map[string]int
+	// Admitted counts the pods let in and not charged yet (nil: none).
+	Admitted func() int
 }
 
 var current atomic.Pointer[Source]
@@ -58,6 +62,8 @@ var (
 	groupUsageDesc   = desc("group_usage", "A group's usage in a queue's subtree, by resource (only with perUserMetrics).", "group", "queue", "resource", "unit")
 	groupLimitDesc   = desc("group_limit", "The group limit in force in a queue, by resource (only with perUserMetrics).", "group", "queue", "resource", "unit")
 	groupAppsDesc    = desc("group_running_applications", "A group's running applications in a queue's subtree (only with perUserMetrics).", "group", "queue")
+	heldDesc         = desc("held_pods", "Pods held out of the scheduling queue for quota now, by kind of limit (see holds_total).", "kind")
+	admittedDesc     = desc("admitted_pods", "Pods let into the scheduling queue with room held for them, not charged yet.")
 )
 
 type collector struct {
@@ -73,6 +79,7 @@ func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 		leaderDesc, trackedUsersDesc, trackedGroupDesc,
 		queueUsageDesc, queueLimitDesc, queueAppsDesc, queueMaxAppsDesc,
 		userUsageDesc, userLimitDesc, userAppsDesc, groupUsageDesc, groupLimitDesc, groupAppsDesc,
+		heldDesc, admittedDesc,
 	} {
 		ch <- d
 	}
@@ -93,6 +100,15 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 		leading = 0
 	}
 	gauge(leaderDesc, leading)
+
+	if s.Held != nil {
+		for kind, n := range s.Held() {
+			gauge(heldDesc, float64(n), kind)
+		}
+	}
+	if s.Admitted != nil {
+		gauge(admittedDesc, float64(s.Admitted()))
+	}
 
 	nUsers, nGroups := s.Usage.Counts()
 	gauge(trackedUsersDesc, float64(nUsers))

@@ -96,6 +96,33 @@ var (
 	}, []string{"queue", "reason"})
 )
 
+// Values of the result label of status writes.
+const (
+	ResultWritten = "written"
+	ResultFailed  = "failed"
+)
+
+var (
+	holds = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "holds_total",
+		Help:           "Pods held out of the scheduling queue for quota, counted when a pod becomes held or what holds it changes, by kind of limit (User, Group, Queue, Applications, Share, Guaranteed, Placement, Application, Behind).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	letIns = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "let_in_total",
+		Help:           "Held pods let into the scheduling queue after room freed.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "status_writes_total",
+		Help:           "Status patches of held pods (PodScheduled=False/QuotaHeld and userquota.io/QuotaAdmitted), by result: written or failed (retried).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+)
+
 var registerOnce sync.Once
 
 // Register registers every metric with the legacy registry, once per
@@ -103,7 +130,7 @@ var registerOnce sync.Once
 // called the Record functions do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted)
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, statusWrites)
 		legacyregistry.CustomMustRegister(usageCollector)
 	})
 }
@@ -133,3 +160,12 @@ func RecordPreemption(queue string) { preemptions.WithLabelValues(queue).Inc() }
 // RecordPreempted counts a victim of queue, preempted for reason
 // (ReasonReclaim or ReasonPriority).
 func RecordPreempted(queue, reason string) { preempted.WithLabelValues(queue, reason).Inc() }
+
+// RecordHold counts a pod becoming held, or held by another limit, by kind.
+func RecordHold(kind string) { holds.WithLabelValues(kind).Inc() }
+
+// RecordLetIn counts a held pod let in.
+func RecordLetIn() { letIns.Inc() }
+
+// RecordStatusWrite counts a held pod's status write by result.
+func RecordStatusWrite(result string) { statusWrites.WithLabelValues(result).Inc() }

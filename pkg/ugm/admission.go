@@ -278,3 +278,40 @@ func (m *Manager) appAdmitted(req *Request) bool { return m.adm.apps[req.App] !=
 func (a *admission) String() string {
 	return fmt.Sprintf("%s: %s in %s %s", a.key, a.req.User, a.req.Queue, a.req.Resources)
 }
+
+// AppShare is how much a running application uses, as the dominant share
+// of the limits on its queue's path: for each resource its usage over the
+// nearest queue max that names the resource (else over the root queue's
+// usage of it), the largest. 0 for an application that does not run. Fair
+// ordering lets in the application using least first.
+func (m *Manager) AppShare(key AppKey) float64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	a := m.apps[key]
+	if a == nil {
+		return 0
+	}
+	share := 0.0
+	for i, x := range a.usage {
+		if x <= 0 {
+			continue
+		}
+		id := resources.ID(i)
+		limit := m.queues.root.usage.Get(id)
+		for q := a.leaf; q != nil; q = q.parent {
+			if q.limits == nil {
+				continue
+			}
+			if max, ok := q.limits.max.Get(id); ok {
+				limit = max
+				break
+			}
+		}
+		if limit > 0 {
+			if s := float64(x) / float64(limit); s > share {
+				share = s
+			}
+		}
+	}
+	return share
+}

@@ -59,6 +59,8 @@ type app struct {
 	group       *tracker
 	leaf        *queue
 	allocations int
+	// usage is what its allocations hold together (fair ordering).
+	usage resources.Vector
 }
 
 // Manager is the User Group Manager of one partition. The zero value is not
@@ -197,6 +199,7 @@ func (m *Manager) Decrease(req *Request) error {
 		}
 	}
 	a.allocations--
+	a.usage.SubClamped(req.Resources)
 	if ended {
 		delete(m.apps, a.key)
 		m.appEnded(a.key)
@@ -355,6 +358,7 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 		m.appStarted(req.App)
 	}
 	a.allocations++
+	a.usage.AddUnchecked(req.Resources)
 	for _, t := range [2]*tracker{u, g} {
 		if t == nil {
 			continue
@@ -423,6 +427,7 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 			apply(&n.usage)
 		}
 	}
+	apply(&a.usage)
 	for q := a.leaf; q != nil; q = q.parent {
 		apply(&q.usage)
 		if req.NonPreemptible {

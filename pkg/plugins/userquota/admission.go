@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -51,13 +52,13 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		}
 	}
 	pl.elastic.ensure(ctx, logger)
-	frees := pl.requeue.freed()
+	frees := pl.held.freed()
 	// Placement and check against one config, even during a reload.
 	d := pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
-	if d.Err != nil && d.Placed && pl.requeue.freed() != frees {
+	if d.Err != nil && d.Placed && pl.held.freed() != frees {
 		// Room was freed while deciding: decide again, once, rather than
-		// refuse and wait for the activation.
-		frees = pl.requeue.freed()
+		// refuse and wait for the let-in.
+		frees = pl.held.freed()
 		d = pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
 	}
 	if d.Err != nil && !d.Placed {
@@ -68,9 +69,11 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
 		if len(d.Blocked) > 0 {
 			// Unschedulable, not Unresolvable: the PostFilter may make room
-			// by taking back what other queues borrowed.
+			// by taking back what other queues borrowed. Not held.
 			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked})
-			return nil, pl.refuse(fwk.Unschedulable, logger, pod, &req, err, frees)
+			metrics.RecordRefusal(err)
+			pl.elastic.decided(pod.UID, false)
+			return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
 		}
 		return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, &req, err, frees)
 	}
@@ -79,15 +82,25 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	return nil, nil
 }
 
-// refuse records a PreFilter refusal for requeueing and returns its status
-// with code. frees is the free counter read before the decision.
+// refuse holds a pod refused in its scheduling cycle (its room, if it
+// held any, goes) and returns the status with code. The queue puts it
+// among the unschedulable pods (or, when events came during the cycle,
+// through PreEnqueue, which holds it); either way only a let-in moves it
+// (its hints say QueueSkip). frees is the free counter read before the
+// decision: when room was freed since, it is let in again at once.
 func (pl *Plugin) refuse(code fwk.Code, logger klog.Logger, pod *v1.Pod, req *ugm.Request, err error, frees uint64) *fwk.Status {
 	metrics.RecordRefusal(err)
 	// A pod over a user or group limit cannot use a share: it is not
 	// demand until a later decision says otherwise.
 	var r *ugm.Refusal
 	pl.elastic.decided(pod.UID, errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup))
-	pl.requeue.refuse(logger, pod, req, err, frees)
+	pl.ugm.Unadmit(string(pod.UID))
+	pl.holdPod(pod, req, err, true)
+	if pl.held.freed() != frees {
+		if p := pl.held.get(pod.UID); p != nil {
+			pl.letIn(logger, []*hold.Pod{p})
+		}
+	}
 	return fwk.NewStatus(code, err.Error())
 }
 
@@ -123,11 +136,9 @@ func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		// Already charged (an informer event saw it bound first): the
 		// charge is not this cycle's, so Unreserve must not release it.
 	default:
-		metrics.RecordRefusal(err)
-		pl.requeue.refuse(klog.FromContext(ctx), pod, &s.req, err, pl.requeue.freed())
-		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+		return pl.refuse(fwk.Unschedulable, klog.FromContext(ctx), pod, &s.req, err, pl.held.freed())
 	}
-	pl.requeue.forget(pod.UID)
+	pl.held.forget(pod.UID)
 	klog.FromContext(ctx).V(5).Info("Pod charged", "pod", klog.KObj(pod), "node", nodeName, "user", s.req.User, "queue", s.req.Queue)
 	return nil
 }
@@ -146,6 +157,6 @@ func (pl *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if released {
 		metrics.RecordDecrease(metrics.SourceUnreserve)
-		pl.requeue.released(klog.FromContext(ctx), c.Request)
+		pl.onRelease(klog.FromContext(ctx), c.Request)
 	}
 }

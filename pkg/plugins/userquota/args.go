@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,6 +66,16 @@ type Args struct {
 	// already running are charged as before. Default: false; the manifests
 	// set it.
 	RequireUserInfo bool `json:"requireUserInfo,omitempty"`
+	// StarvationWait is how long a held pod waits before the room it
+	// needs is kept for it: pods behind it on the limit that holds it are
+	// not let in until it is (docs/design.md, "Hold and let in"). 0 turns
+	// it off. A duration such as 90s or 2m. Default: 2m.
+	StarvationWait string `json:"starvationWait,omitempty"`
+	// StatusQPS and StatusBurst rate-limit the client that writes held
+	// pods' conditions and events; the scheduler's own client (bindings)
+	// is never used for them. Defaults: 20 and 50.
+	StatusQPS   float32 `json:"statusQPS,omitempty"`
+	StatusBurst int     `json:"statusBurst,omitempty"`
 }
 
 // Defaults of Args.
@@ -77,7 +88,17 @@ const (
 	DefaultUser                = "nobody"
 	DefaultRESTAddress         = ":9089"
 	DefaultLeaderElectionLease = "userquota-system/userquota-scheduler"
+	DefaultStarvationWait      = "2m"
+	// maxStarvationWait bounds starvationWait: a longer wait is a typo.
+	maxStarvationWait = 24 * time.Hour
 )
+
+// Starvation is starvationWait as a duration (0 when it does not parse:
+// Validate refuses that).
+func (a *Args) Starvation() time.Duration {
+	w, _ := time.ParseDuration(a.StarvationWait)
+	return w
+}
 
 // RESTAuthEnabled reports whether the REST API authenticates and
 // authorizes requests (restAuth, default true).
@@ -110,6 +131,15 @@ func (a *Args) SetDefaults() {
 	if a.RESTAddress == nil {
 		addr := DefaultRESTAddress
 		a.RESTAddress = &addr
+	}
+	if a.StarvationWait == "" {
+		a.StarvationWait = DefaultStarvationWait
+	}
+	if a.StatusQPS == 0 {
+		a.StatusQPS = DefaultStatusQPS
+	}
+	if a.StatusBurst == 0 {
+		a.StatusBurst = DefaultStatusBurst
 	}
 }
 
@@ -161,6 +191,15 @@ func (a *Args) Validate() error {
 				errs = append(errs, field.Invalid(p, *a.LeaderElectionLease, "name: "+msg))
 			}
 		}
+	}
+	if w, err := time.ParseDuration(a.StarvationWait); a.StarvationWait != "" && (err != nil || w < 0 || w > maxStarvationWait) {
+		errs = append(errs, field.Invalid(root.Child("starvationWait"), a.StarvationWait, "must be a duration from 0 (off) to 24h, such as 90s or 2m"))
+	}
+	if a.StatusQPS < 0 {
+		errs = append(errs, field.Invalid(root.Child("statusQPS"), a.StatusQPS, "must not be negative"))
+	}
+	if a.StatusBurst < 0 {
+		errs = append(errs, field.Invalid(root.Child("statusBurst"), a.StatusBurst, "must not be negative"))
 	}
 	return errs.ToAggregate()
 }

@@ -28,6 +28,9 @@ func defaultArgs() Args {
 		DefaultQueue:       DefaultQueue,
 		DefaultUser:        DefaultUser,
 		RESTAddress:        ptr.To(DefaultRESTAddress),
+		StarvationWait:     DefaultStarvationWait,
+		StatusQPS:          DefaultStatusQPS,
+		StatusBurst:        DefaultStatusBurst,
 	}
 }
 
@@ -57,8 +60,10 @@ func TestDecodeArgs(t *testing.T) {
 			name: "JSON raw args",
 			obj: json(`{"configMapNamespace":"kube-system","configMapName":"queues","configMapKey":"q.yaml",
 				"partition":"gpu","defaultQueue":"root.batch","defaultUser":"anon","releaseOnTerminating":true,"restAddress":"127.0.0.1:8080"}`),
-			want: Args{ConfigMapNamespace: "kube-system", ConfigMapName: "queues", ConfigMapKey: "q.yaml", Partition: "gpu",
-				DefaultQueue: "root.batch", DefaultUser: "anon", ReleaseOnTerminating: true, RESTAddress: ptr.To("127.0.0.1:8080")},
+			want: with(func(a *Args) {
+				a.ConfigMapNamespace, a.ConfigMapName, a.ConfigMapKey, a.Partition = "kube-system", "queues", "q.yaml", "gpu"
+				a.DefaultQueue, a.DefaultUser, a.ReleaseOnTerminating, a.RESTAddress = "root.batch", "anon", true, ptr.To("127.0.0.1:8080")
+			}),
 		},
 		{
 			name: "YAML raw args",
@@ -88,6 +93,18 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "restAddress without a port", obj: json(`{"restAddress":"localhost"}`), wantErr: []string{"args.restAddress", `"localhost"`}},
 		{name: "blank partition", obj: json(`{"partition":" "}`), wantErr: []string{"args.partition"}},
 		{name: "blank default user", obj: json(`{"defaultUser":" "}`), wantErr: []string{"args.defaultUser"}},
+		{
+			name: "starvation wait and the status client's rate",
+			obj:  yaml("starvationWait: 30s\nstatusQPS: 5\nstatusBurst: 10\n"),
+			want: with(func(a *Args) {
+				a.StarvationWait, a.StatusQPS, a.StatusBurst = "30s", 5, 10
+			}),
+		},
+		{name: "starvation wait 0 turns it off", obj: json(`{"starvationWait":"0s"}`), want: with(func(a *Args) { a.StarvationWait = "0s" })},
+		{name: "negative starvation wait", obj: json(`{"starvationWait":"-1s"}`), wantErr: []string{"args.starvationWait", `"-1s"`, "from 0 (off) to 24h"}},
+		{name: "starvation wait too long", obj: json(`{"starvationWait":"25h"}`), wantErr: []string{"args.starvationWait"}},
+		{name: "starvation wait not a duration", obj: json(`{"starvationWait":"soon"}`), wantErr: []string{"args.starvationWait", `"soon"`}},
+		{name: "negative status rate", obj: json(`{"statusQPS":-1,"statusBurst":-2}`), wantErr: []string{"args.statusQPS", "args.statusBurst"}},
 		{
 			name:    "every invalid field is reported",
 			obj:     json(`{"configMapNamespace":"Bad_NS","configMapKey":"a/b","defaultQueue":"x","restAddress":"nope"}`),

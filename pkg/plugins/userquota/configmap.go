@@ -94,7 +94,7 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 		logger.Info("Queue config notice", "notice", n)
 	}
 	pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeNormal, ReasonConfigApplied, "LoadConfig", "queue config %s in force", cfg.Checksum[:12])
-	pl.requeue.configChanged(logger)
+	pl.onConfigChange(logger)
 }
 
 func (pl *Plugin) parseConfigMap(cm *v1.ConfigMap) (*queueconfig.Config, error) {

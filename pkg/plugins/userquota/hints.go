@@ -9,12 +9,14 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// EventsToRegister declares what can admit a pod this plugin refused: a pod
-// of this scheduler going away or finishing (the scheduler sees both as
-// Pod/Delete), a running pod scaled down, or the refused pod's own labels
-// changing (its queue). The plugin's own handler releases usage first and
-// then activates the pods it may admit; these hints keep the framework's
-// view consistent and skip events that cannot help. Config changes come
+// EventsToRegister declares what can let in a pod this plugin refused: a
+// pod of this scheduler going away or finishing (the scheduler sees both
+// as Pod/Delete), a running pod scaled down, or the pod's own labels
+// changing (its queue). A held pod is let in by the plugin's own handler,
+// which releases usage first and then activates exactly the held pods the
+// room may admit (letin.go), so for a held pod every hint is QueueSkip, in
+// O(1), except its own update; the hints serve the pods refused in a
+// cycle without being held (those reclaim may help). Config changes come
 // from the plugin's own namespaced ConfigMap informer, not from here (a
 // ConfigMap event would make the scheduler watch ConfigMaps cluster-wide).
 func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
@@ -24,14 +26,13 @@ func (pl *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHin
 	}, nil
 }
 
-// hintPodReleased: a pod of ours that held a charge related to the refused
-// pod's reason went away.
+// hintPodReleased: a pod of ours that held a charge went away.
 func (pl *Plugin) hintPodReleased(logger klog.Logger, pod *v1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
 	gone, ok := podFromObj(oldObj)
-	if !ok || gone.Spec.SchedulerName != pl.profile || gone.Spec.NodeName == "" {
+	if !ok || !pl.ours(gone) || gone.Spec.NodeName == "" || pl.held.get(pod.UID) != nil {
 		return fwk.QueueSkip, nil
 	}
-	return pl.hintRelated(pod, gone), nil
+	return fwk.Queue, nil
 }
 
 // hintPodUpdated: the refused pod itself changed labels, or a running pod
@@ -44,23 +45,10 @@ func (pl *Plugin) hintPodUpdated(logger klog.Logger, pod *v1.Pod, _, newObj inte
 	if updated.UID == pod.UID {
 		return fwk.Queue, nil
 	}
-	if updated.Spec.SchedulerName != pl.profile || updated.Spec.NodeName == "" {
+	if !pl.ours(updated) || updated.Spec.NodeName == "" || pl.held.get(pod.UID) != nil {
 		return fwk.QueueSkip, nil
 	}
-	return pl.hintRelated(pod, updated), nil
-}
-
-func (pl *Plugin) hintRelated(pod, other *v1.Pod) fwk.QueueingHint {
-	rp := pl.requeue.refusal(pod.UID)
-	if rp == nil {
-		// Not refused by us (or already activated): nothing for us to say.
-		return fwk.QueueSkip
-	}
-	req, err := pl.podRequest(other, pl.partition(), pl.queues())
-	if err != nil || !mayAdmit(rp.reason, req) {
-		return fwk.QueueSkip
-	}
-	return fwk.Queue
+	return fwk.Queue, nil
 }
 
 // podFromObj reads a pod from an informer object, tombstones included.

@@ -7,10 +7,12 @@
 // request in the cycle state; Reserve commits through the pod ledger;
 // Unreserve rolls back what Reserve committed. The plugin's own pod
 // informer handler (pods.go) accounts bound pods it did not reserve
-// (restart, failover), releases pods that finish or go away and then
-// activates the refused pods a release can admit (requeue.go). The config
-// in force is ugm's (configmap.go); elastic shares (shares.go) and reclaim
-// by preemption (reclaim.go) run beside.
+// (restart, failover), releases pods that finish or go away and then lets
+// in the held pods a release can admit (letin.go). PreEnqueue
+// (preenqueue.go) holds a pod its quota cannot take now out of the active
+// queue (holds.go), and says so in its status (status.go). The config in
+// force is ugm's (configmap.go); elastic shares (shares.go) and reclaim by
+// preemption (postfilter.go) run beside.
 //
 // Plugin holds no lock: each part owns its state and its lock, and its
 // methods lock and delegate. The order, where one lock is held while
@@ -20,10 +22,12 @@
 //	elasticQuotas.mu -> pendingPods.mu -> ugm.Manager.mu (read)
 //	elasticQuotas.mu -> capacity.mu
 //
-// requeue.mu, reclaimBook.mu, preemptRun.mu, capacity.mu and
-// pendingPods.mu are taken alone otherwise: never while calling the
-// ledger, ugm or the framework. ugm.Decide runs placement under ugm's read
-// lock; placement takes no lock of ours.
+// holds.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu, capacity.mu
+// and pendingPods.mu are taken alone otherwise: never while calling the
+// ledger, ugm or the framework (PreEnqueue runs under the scheduling
+// queue's lock, which Activate takes: no lock of ours is held across
+// either). ugm.Decide runs placement under ugm's read lock; placement
+// takes no lock of ours.
 package userquota
 
 import (
@@ -33,6 +37,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -69,10 +74,13 @@ type Plugin struct {
 	// podsSynced reports whether the pod handler saw every existing pod.
 	podsSynced func() bool
 
-	requeue *requeue
+	// pods is the scheduler's pod lister (the informer's store).
+	pods    corelisters.PodLister
+	held    *holds
+	status  *statusWriter
 	elastic *elasticQuotas
 	audit   *auditor
-	// Reclaim (reclaim.go): the PostFilter's preemption machinery and
+	// Reclaim (postfilter.go): the PostFilter's preemption machinery and
 	// bookkeeping.
 	evaluator *preemption.Evaluator
 	reclaim   *reclaimBook
@@ -83,8 +91,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return newPlugin(ctx, obj, h, clock.RealClock{})
 }
 
-// newPlugin is New with the clock that times requeues, preemption delays
-// and the share debounce (tests step a fake one).
+// newPlugin is New with the clock that times let-ins, holds, preemption
+// delays and the share debounce (tests step a fake one).
 func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.WithTickerAndDelayedExecution) (*Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
@@ -97,7 +105,8 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		profile: h.ProfileName(),
 		ledger:  ledger.New(m),
 		ugm:     m,
-		requeue: newRequeue(c, h.Activate),
+		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		held:    newHolds(c, h.Activate, args.Starvation()),
 		elastic: newElasticQuotas(m, c),
 		reclaim: newReclaimBook(c, h.Activate),
 	}
@@ -108,7 +117,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	pl.elastic.changed = func(logger klog.Logger) {
 		// A refusal racing the swap sees the free counter move and
 		// retries itself.
-		pl.requeue.sharesChanged(logger)
+		pl.onSharesChange(logger)
 		// A queue may now be over its share: pods that found nothing to
 		// preempt try again.
 		pl.reclaim.activateWaiters(logger)
@@ -116,6 +125,13 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	pl.elastic.recorder = h.EventRecorder()
 	pl.elastic.configMap = &v1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: args.ConfigMapNamespace, Name: args.ConfigMapName}
 	pl.evaluator = pl.newEvaluator()
+	leader, err := pl.leaderCheck(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pl.status, err = pl.newStatusWriter(ctx, leader); err != nil {
+		return nil, err
+	}
 	// The config must be in force before running pods are accounted: the
 	// group of an application is resolved from it at its first pod.
 	if err := pl.startConfigInformer(ctx); err != nil {
@@ -127,10 +143,12 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err := pl.elastic.watchCapacity(h.SharedInformerFactory(), pl.ours); err != nil {
 		return nil, err
 	}
-	pl.audit = &auditor{accounts: pl, pods: h.SharedInformerFactory().Core().V1().Pods().Lister(), synced: pl.podsSynced}
+	pl.audit = &auditor{accounts: pl, pods: pl.pods, synced: pl.podsSynced}
 	go pl.elastic.run(ctx)
 	go pl.audit.run(ctx)
-	if err := pl.startObservability(ctx); err != nil {
+	go pl.status.run(ctx)
+	go pl.startUp(ctx)
+	if err := pl.startObservability(ctx, leader); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -75,8 +75,14 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	}
 	pl.elastic.podChanged(pod)
 	if pod.Spec.NodeName == "" {
+		// The scheduler may have written Unschedulable over a held pod's
+		// status (a refusal in a cycle): say held again.
+		pl.status.recheck(pod)
 		return
 	}
+	// Bound: whatever was held for it is its charge now.
+	pl.held.forget(pod.UID)
+	pl.status.forget(pod.UID)
 	pl.reclaim.forget(pod.UID)
 	if pl.finished(pod) {
 		pl.release(logger, pod)
@@ -101,7 +107,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 			logger.Error(err, "Charging a pod resize", "pod", klog.KObj(pod))
 		}
 		if shrank(c.Request.Resources, res) {
-			pl.requeue.released(logger, c.Request)
+			pl.onRelease(logger, c.Request)
 		}
 		return
 	}
@@ -113,7 +119,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 // chargeRunning charges a bound pod without a limit check, counted under
 // source; false when it was charged already or could not be (logged).
 func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool {
-	defer pl.requeue.forget(pod.UID)
+	defer pl.held.forget(pod.UID)
 	err := pl.ledger.ForceAllocate(string(pod.UID), pl.boundPodRequest(logger, pod))
 	switch {
 	case err == nil:
@@ -158,7 +164,7 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 	if !ok || !pl.ours(pod) {
 		return
 	}
-	pl.requeue.forget(pod.UID)
+	pl.forgetPod(pod.UID)
 	pl.reclaim.forget(pod.UID)
 	pl.elastic.podGone(pod.UID)
 	pl.release(logger, pod)
@@ -187,7 +193,7 @@ func (pl *Plugin) releaseCharge(logger klog.Logger, uid types.UID, source string
 		return c, false
 	}
 	metrics.RecordDecrease(source)
-	pl.requeue.released(logger, c.Request)
+	pl.onRelease(logger, c.Request)
 	pl.elastic.recomputeSoon()
 	return c, true
 }

@@ -23,16 +23,14 @@ import (
 // startObservability registers the plugin's metrics, shows its usage on
 // the scrape-time gauges and, unless restAddress is "", serves the usage
 // REST API until ctx ends.
-func (pl *Plugin) startObservability(ctx context.Context) error {
-	leader, err := pl.leaderCheck(ctx)
-	if err != nil {
-		return err
-	}
+func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc) error {
 	metrics.Register()
 	unset := metrics.SetSource(&metrics.Source{
-		Usage:   pl.ugm,
-		Leader:  func() bool { ok, _ := leader(); return ok },
-		PerUser: pl.args.PerUserMetrics,
+		Usage:    pl.ugm,
+		Leader:   func() bool { ok, _ := leader(); return ok },
+		PerUser:  pl.args.PerUserMetrics,
+		Held:     pl.held.kinds,
+		Admitted: pl.ugm.AdmittedCount,
 	})
 	go func() {
 		<-ctx.Done()
@@ -52,6 +50,7 @@ func (pl *Plugin) startObservability(ctx context.Context) error {
 		Pending:   pl.elastic.pendingByQueue,
 	}
 	var tlsConfig *tls.Config
+	var err error
 	if pl.args.RESTAuthEnabled() {
 		cs := pl.handle.ClientSet()
 		if opts.Auth, err = rest.DelegatingAuth(cs.AuthenticationV1(), cs.AuthorizationV1()); err != nil {

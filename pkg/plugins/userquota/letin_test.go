@@ -272,8 +272,9 @@ func TestEventsToRegister(t *testing.T) {
 	}
 }
 
-// TestQueueingHints: the hints queue a refused pod for events that can
-// admit it and skip the rest.
+// TestQueueingHints: a held pod is let in by the plugin, so the hints
+// skip every event for it but its own update; a pod refused without being
+// held is queued when a pod of ours frees room.
 func TestQueueingHints(t *testing.T) {
 	// sue holds 2 cpu (her limit) and ann (dev) 2 cpu: root.sandbox is at
 	// its 4 cpu max and dev at 2 of 3.
@@ -318,25 +319,27 @@ func TestQueueingHints(t *testing.T) {
 		other interface{} // the pod the event is about
 		want  fwk.QueueingHint
 	}{
-		{name: "same user's pod deleted", kind: deleted, pod: sueWaits, other: boundTo(sueHeld, testNode), want: fwk.Queue},
-		{name: "same user's pod deleted, tombstone", kind: deleted, pod: sueWaits, other: tomb(sueHeld), want: fwk.Queue},
-		{name: "other user's pod deleted", kind: deleted, pod: sueWaits, other: boundTo(annHeld, testNode), want: fwk.QueueSkip},
-		{name: "same user's pending pod deleted", kind: deleted, pod: sueWaits, other: sueHeld, want: fwk.QueueSkip},
-		{name: "same user's pod of another scheduler deleted", kind: deleted, pod: sueWaits, other: otherScheduler(sueHeld), want: fwk.QueueSkip},
-		{name: "not a pod", kind: deleted, pod: sueWaits, other: &v1.Node{}, want: fwk.QueueSkip},
-		{name: "queue refusal: any pod of the queue deleted", kind: deleted, pod: carlWaits, other: boundTo(annHeld, testNode), want: fwk.Queue},
-		{name: "queue refusal: a pod of another queue deleted", kind: deleted, pod: carlWaits, other: boundTo(bobOpen, testNode), want: fwk.QueueSkip},
-		{name: "group refusal: a pod of the group deleted", kind: deleted, pod: danWaits, other: boundTo(annHeld, testNode), want: fwk.Queue},
-		{name: "group refusal: a pod without the group deleted", kind: deleted, pod: danWaits, other: boundTo(sueHeld, testNode), want: fwk.QueueSkip},
-		{name: "a pod we did not refuse", kind: deleted, pod: stranger, other: boundTo(sueHeld, testNode), want: fwk.QueueSkip},
+		// A held pod is let in by the plugin, never by the queue, except
+		// when it changes itself (its queue may change).
+		{name: "held: same user's pod deleted", kind: deleted, pod: sueWaits, other: boundTo(sueHeld, testNode), want: fwk.QueueSkip},
+		{name: "held: same user's pod deleted, tombstone", kind: deleted, pod: sueWaits, other: tomb(sueHeld), want: fwk.QueueSkip},
+		{name: "held by the queue: any pod of the queue deleted", kind: deleted, pod: carlWaits, other: boundTo(annHeld, testNode), want: fwk.QueueSkip},
+		{name: "held by the group: a pod of the group deleted", kind: deleted, pod: danWaits, other: boundTo(annHeld, testNode), want: fwk.QueueSkip},
+		{name: "held: same user's pod scaled down", kind: updated, pod: sueWaits, other: boundTo(sueHeld, testNode), want: fwk.QueueSkip},
+		{name: "held: the pod's own labels changed", kind: updated, pod: sueWaits, other: relabeled(sueWaits), want: fwk.Queue},
 
-		{name: "the refused pod's own labels changed", kind: updated, pod: sueWaits, other: relabeled(sueWaits), want: fwk.Queue},
-		{name: "same user's pod scaled down", kind: updated, pod: sueWaits, other: boundTo(sueHeld, testNode), want: fwk.Queue},
-		{name: "other user's pod scaled down", kind: updated, pod: sueWaits, other: boundTo(bobOpen, testNode), want: fwk.QueueSkip},
-		{name: "same user's pending pod updated", kind: updated, pod: sueWaits, other: sueHeld, want: fwk.QueueSkip},
-		{name: "same user's pod of another scheduler updated", kind: updated, pod: sueWaits, other: otherScheduler(sueHeld), want: fwk.QueueSkip},
-		{name: "update of not a pod", kind: updated, pod: sueWaits, other: &v1.Node{}, want: fwk.QueueSkip},
-		{name: "queue refusal: a pod of the queue scaled down", kind: updated, pod: carlWaits, other: boundTo(sueHeld, testNode), want: fwk.Queue},
+		// A pod not held (refused in a cycle so that reclaim may make room,
+		// or not ours to hold) may try again when a pod of ours frees room.
+		{name: "not held: a bound pod of ours deleted", kind: deleted, pod: stranger, other: boundTo(sueHeld, testNode), want: fwk.Queue},
+		{name: "not held: a bound pod of ours deleted, tombstone", kind: deleted, pod: stranger, other: tomb(bobOpen), want: fwk.Queue},
+		{name: "not held: a pending pod deleted", kind: deleted, pod: stranger, other: sueHeld, want: fwk.QueueSkip},
+		{name: "not held: a pod of another scheduler deleted", kind: deleted, pod: stranger, other: otherScheduler(sueHeld), want: fwk.QueueSkip},
+		{name: "not a pod", kind: deleted, pod: stranger, other: &v1.Node{}, want: fwk.QueueSkip},
+		{name: "not held: a bound pod of ours scaled down", kind: updated, pod: stranger, other: boundTo(bobOpen, testNode), want: fwk.Queue},
+		{name: "not held: a pending pod updated", kind: updated, pod: stranger, other: sueHeld, want: fwk.QueueSkip},
+		{name: "not held: a pod of another scheduler updated", kind: updated, pod: stranger, other: otherScheduler(sueHeld), want: fwk.QueueSkip},
+		{name: "update of not a pod", kind: updated, pod: stranger, other: &v1.Node{}, want: fwk.QueueSkip},
+		{name: "not held: its own labels changed", kind: updated, pod: stranger, other: relabeled(stranger), want: fwk.Queue},
 	}
 
 	e := newEnv(t, envOptions{config: sandboxConfig})

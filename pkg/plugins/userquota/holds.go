@@ -1,0 +1,192 @@
+package userquota
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// A pod refused less than inFlightWindow ago may still be in its scheduling
+// cycle when it is let in. The scheduling queue then only notes an
+// Activate and, when the cycle ends, puts the pod in the backoff queue (1
+// s, doubling with each attempt up to podMaxBackoffSeconds, 10 s by
+// default) instead of the active queue. So such a pod is activated a
+// second time reactivateAfter later, when the cycle has ended: that moves
+// it from the backoff queue to the active queue at once.
+const (
+	inFlightWindow  = time.Second
+	reactivateAfter = 100 * time.Millisecond
+)
+
+// letInWindow bounds how many held pods of each limit a release looks at
+// (hold.Book.Released): the work of a release does not grow with the pods
+// held on it.
+const letInWindow = 64
+
+// activateFunc sends pods (by namespace/name) back to the active queue:
+// the framework handle's Activate.
+type activateFunc func(logger klog.Logger, pods map[string]*v1.Pod)
+
+// holds is the book of the pods this plugin holds: refused at the queue's
+// door (PreEnqueue) or in a scheduling cycle (PreFilter), with why, so
+// that a release, a config change or a share change lets in exactly the
+// pods it may admit, in order. Its lock guards the book alone: it is never
+// held while calling ugm or the framework.
+type holds struct {
+	clock    clock.WithDelayedExecution
+	activate activateFunc
+
+	// frees counts releases, config changes and share changes. A decision
+	// reads it before deciding: if it moved by the time a refusal is
+	// recorded, the let-in that followed the free may have run before the
+	// pod was recorded, so the pod is let in again at once.
+	frees atomic.Uint64
+
+	mu   sync.Mutex
+	book *hold.Book
+	// refusedAt is when a held pod was last refused in a scheduling cycle
+	// (it may be in flight: see inFlightWindow).
+	refusedAt map[string]time.Time
+	// ready: the running pods are accounted; until then pods wait in
+	// waiting (start-up), by namespace/name.
+	ready   bool
+	waiting map[string]*v1.Pod
+}
+
+func newHolds(c clock.WithDelayedExecution, activate activateFunc, starvation time.Duration) *holds {
+	return &holds{clock: c, activate: activate, book: hold.NewBook(starvation), refusedAt: map[string]time.Time{},
+		waiting: map[string]*v1.Pod{}}
+}
+
+// starting keeps pod waiting and reports true while the running pods are
+// not accounted yet (no decision on partial usage).
+func (h *holds) starting(pod *v1.Pod) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ready {
+		return false
+	}
+	h.waiting[pod.Namespace+"/"+pod.Name] = pod
+	return true
+}
+
+// started marks the running pods accounted and returns the pods that
+// waited for it.
+func (h *holds) started() map[string]*v1.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ready = true
+	pods := h.waiting
+	h.waiting = nil
+	return pods
+}
+
+// freed returns the free counter, to compare after a decision.
+func (h *holds) freed() uint64 { return h.frees.Load() }
+
+// freedNow counts a free.
+func (h *holds) freedNow() { h.frees.Add(1) }
+
+// hold records p as held; inCycle says it was refused in a scheduling
+// cycle. It returns the earlier entry (nil when it was not held).
+func (h *holds) hold(p *hold.Pod, inCycle bool) *hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if inCycle {
+		h.refusedAt[p.Key] = h.clock.Now()
+	}
+	return h.book.Hold(p, h.clock.Now())
+}
+
+// forget drops a pod that was let in or went away; it returns its entry,
+// and whether it was refused in a cycle less than inFlightWindow ago.
+func (h *holds) forget(uid types.UID) (*hold.Pod, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.refusedAt[string(uid)]
+	delete(h.refusedAt, string(uid))
+	return h.book.Remove(string(uid)), ok && h.clock.Since(at) < inFlightWindow
+}
+
+// get returns the pod's entry, or nil when it is not held.
+func (h *holds) get(uid types.UID) *hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.book.Get(string(uid))
+}
+
+// released returns the held pods a release of req may let in, in order.
+func (h *holds) released(req *ugm.Request, order hold.Order) []*hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.book.Released(req, letInWindow, order)
+}
+
+// blocked returns the pods held on the same limit as p, in order.
+func (h *holds) blocked(p *hold.Pod, order hold.Order) []*hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.book.Blocked(p, letInWindow, order)
+}
+
+// all returns every held pod, in order.
+func (h *holds) all(order hold.Order) []*hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.book.All(order)
+}
+
+// of returns the held pods kind holds.
+func (h *holds) of(kind hold.Kind, order hold.Order) []*hold.Pod {
+	var out []*hold.Pod
+	for _, p := range h.all(order) {
+		if hold.KindOf(p.Reason) == kind {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// barrier returns the held pod whose kept room the pod would take (see
+// hold.Book.Barrier), or nil.
+func (h *holds) barrier(pod *v1.Pod, req *ugm.Request) *hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.book.Barrier(string(pod.UID), req, podPriority(pod), pod.CreationTimestamp.Time, h.clock.Now())
+}
+
+// kinds counts the held pods by kind.
+func (h *holds) kinds() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.book.Kinds()))
+	for k, n := range h.book.Kinds() {
+		out[string(k)] = n
+	}
+	return out
+}
+
+// send activates pods (let in, their room held); those in recent, refused
+// in a cycle moments ago, are activated again once the cycle is surely
+// over.
+func (h *holds) send(logger klog.Logger, pods, recent map[string]*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	logger.V(4).Info("Letting in pods held by quota", "count", len(pods))
+	h.activate(logger, pods)
+	if recent != nil {
+		h.clock.AfterFunc(reactivateAfter, func() {
+			logger.V(4).Info("Activating pods refused moments before, again", "count", len(recent))
+			h.activate(logger, recent)
+		})
+	}
+}

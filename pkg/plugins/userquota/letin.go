@@ -1,0 +1,196 @@
+package userquota
+
+import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+
+	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/metrics"
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Hold and let in (docs/design.md): a pod its quota cannot take now is
+// held out of the active queue; when room frees, the held pods it may
+// admit are let in, in their queue's order, each with room held for it
+// (an admission) so that a burst is let in only as far as the limits go.
+
+// podPriority is the pod's priority as the scheduler reads it.
+func podPriority(pod *v1.Pod) int32 { return corev1helpers.PodPriority(pod) }
+
+// admitPod decides whether pod may pass the queue's door now. nil: it
+// holds room (ugm.Admit), or goes through the cycle without room because
+// only reclaim can make room for it (PostFilter); else the reason it is
+// held, with its request when it could be placed.
+func (pl *Plugin) admitPod(pod *v1.Pod) (*ugm.Request, error) {
+	key := string(pod.UID)
+	if pl.ugm.Admitted(key) {
+		return nil, nil
+	}
+	d := pl.ugm.Decide(key, pl.placer(pod), true)
+	switch {
+	case d.Err != nil && len(d.Blocked) > 0:
+		// Within its own queue's share; queues above it lent their room
+		// out: the PostFilter may take it back (docs/reclaim.md).
+		return nil, nil
+	case d.Err != nil && d.Placed:
+		return &d.Request, d.Err
+	case d.Err != nil:
+		return nil, d.Err
+	}
+	if s := pl.held.barrier(pod, &d.Request); s != nil {
+		return &d.Request, &hold.BehindError{Pod: s}
+	}
+	if err := pl.ugm.Admit(key, &d.Request); err != nil {
+		// Another pod took the room since the decision.
+		return &d.Request, err
+	}
+	return nil, nil
+}
+
+// gone reports whether the pod is no longer in the scheduler's informer
+// (the store is updated before any handler is told).
+func (pl *Plugin) gone(pod *v1.Pod) bool {
+	p, err := pl.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err != nil || p.UID != pod.UID
+}
+
+// holdPod records pod as held for reason (req: its request, nil when it
+// could not be placed), and asks for its status to say so when what holds
+// it changed. inCycle: refused in a scheduling cycle (PreFilter).
+func (pl *Plugin) holdPod(pod *v1.Pod, req *ugm.Request, reason error, inCycle bool) {
+	p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Request: req, Reason: reason,
+		Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Obj: pod}
+	old := pl.held.hold(p, inCycle)
+	if old == nil || hold.KindOf(old.Reason) != hold.KindOf(reason) || !sameLimit(old.Reason, reason) {
+		metrics.RecordHold(string(hold.KindOf(reason)))
+		pl.status.held(pod, hold.KindOf(reason), reason.Error())
+	}
+}
+
+// sameLimit reports whether two reasons name the same limit (who, which
+// and where): only a change of limit is written to the pod's status, not
+// every change of its numbers.
+func sameLimit(a, b error) bool {
+	ra, oka := asRefusal(a)
+	rb, okb := asRefusal(b)
+	if oka != okb {
+		return false
+	}
+	if !oka {
+		return a.Error() == b.Error()
+	}
+	return ra.Who == rb.Who && ra.Name == rb.Name && ra.Queue == rb.Queue && ra.Limit == rb.Limit && ra.Resource == rb.Resource
+}
+
+// letIn tries the held pods cands in order: each that fits now gets room
+// and goes to the active queue; one that does not stays held (with its
+// new reason) without blocking those behind it.
+func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod) {
+	var in, recent map[string]*v1.Pod
+	var opened []*hold.Pod
+	for _, c := range cands {
+		pod, ok := c.Obj.(*v1.Pod)
+		if !ok {
+			continue
+		}
+		req, reason := pl.admitPod(pod)
+		if reason != nil {
+			if pl.held.get(pod.UID) != nil {
+				pl.holdPod(pod, req, reason, false)
+			}
+			continue
+		}
+		entry, inFlight := pl.held.forget(pod.UID)
+		if entry == nil {
+			// Gone meanwhile (its delete may have been handled before the
+			// admission), or let in by PreEnqueue: the room goes with it;
+			// PreFilter decides without it.
+			pl.ugm.Unadmit(string(pod.UID))
+			continue
+		}
+		if in == nil {
+			in = map[string]*v1.Pod{}
+		}
+		in[pod.Namespace+"/"+pod.Name] = pod
+		if inFlight {
+			if recent == nil {
+				recent = map[string]*v1.Pod{}
+			}
+			recent[pod.Namespace+"/"+pod.Name] = pod
+		}
+		metrics.RecordLetIn()
+		pl.status.admitted(pod)
+		if hold.KindOf(c.Reason) != hold.KindBehind {
+			opened = append(opened, c)
+		}
+	}
+	pl.held.send(logger, in, recent)
+	// Pods held behind a starving pod that was let in may go now.
+	for _, c := range opened {
+		if behind := pl.behind(c); len(behind) > 0 {
+			pl.letIn(logger, behind)
+		}
+	}
+}
+
+// behind returns the pods held behind p (KindBehind on p's limit).
+func (pl *Plugin) behind(p *hold.Pod) []*hold.Pod {
+	var out []*hold.Pod
+	for _, b := range pl.held.blocked(p, queueOrder{pl.ugm}) {
+		if e, ok := b.Reason.(*hold.BehindError); ok && e.Pod.Key == p.Key {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// onRelease lets in the held pods the release of released may admit. Call
+// it after the release is done.
+func (pl *Plugin) onRelease(logger klog.Logger, released ugm.Request) {
+	pl.held.freedNow()
+	pl.letIn(logger, pl.held.released(&released, queueOrder{pl.ugm}))
+}
+
+// onConfigChange lets in every held pod a new config may admit (any).
+func (pl *Plugin) onConfigChange(logger klog.Logger) {
+	pl.held.freedNow()
+	pl.letIn(logger, pl.held.all(queueOrder{pl.ugm}))
+}
+
+// onSharesChange lets in the pods held by a runtime share.
+func (pl *Plugin) onSharesChange(logger klog.Logger) {
+	pl.held.freedNow()
+	pl.letIn(logger, pl.held.of(hold.KindShare, queueOrder{pl.ugm}))
+}
+
+// forgetPod drops what is held for a pod that is gone or bound: its
+// admission, its hold and its wanted status.
+func (pl *Plugin) forgetPod(uid types.UID) {
+	pl.ugm.Unadmit(string(uid))
+	pl.held.forget(uid)
+	pl.status.forget(uid)
+}
+
+// queueOrder is how the config in force orders a queue's applications
+// (hold.Order).
+type queueOrder struct{ m *ugm.Manager }
+
+// Fair reports whether queue's application.sort.policy is fair.
+func (o queueOrder) Fair(queue string) bool {
+	return queueconfig.AppSortPolicy(o.m.InForce().Partition, queue) == queueconfig.AppSortFair
+}
+
+// Usage is app's dominant share of its queue's limits.
+func (o queueOrder) Usage(app ugm.AppKey, _ string) float64 { return o.m.AppShare(app) }
+
+// asRefusal returns err's *ugm.Refusal, if it is one.
+func asRefusal(err error) (*ugm.Refusal, bool) {
+	var r *ugm.Refusal
+	ok := errors.As(err, &r)
+	return r, ok
+}

@@ -1,0 +1,63 @@
+package userquota
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+var _ fwk.PreEnqueuePlugin = &Plugin{}
+
+// PreEnqueue holds a pod its quota cannot take now out of the active
+// queue (docs/design.md, "Hold and let in"): it costs no scheduling cycle,
+// no preemption attempt and no API write per retry, and is let in by
+// Activate when room frees (letin.go). A pod it lets pass gets room held
+// (an admission), so a burst passes only as far as the limits go;
+// PreFilter and Reserve still decide and commit. It runs under the
+// scheduling queue's lock: no API call, no waiting, and none of our locks
+// is held while the framework is called.
+func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	if len(pod.Spec.SchedulingGates) > 0 {
+		// The SchedulingGates plugin holds it; it is no demand on quota
+		// until ungated (then PreEnqueue runs again).
+		return nil
+	}
+	if pl.held.starting(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "UserQuota is accounting the pods already running (start-up)")
+	}
+	req, reason := pl.admitPod(pod)
+	if reason == nil && pl.gone(pod) {
+		// Deleted meanwhile: its delete may have been handled before the
+		// admission (the audit would catch it later).
+		pl.ugm.Unadmit(string(pod.UID))
+		return nil
+	}
+	if reason == nil {
+		if held, _ := pl.held.forget(pod.UID); held != nil {
+			klog.FromContext(ctx).V(4).Info("Pod let in", "pod", klog.KObj(pod))
+		}
+		pl.status.admitted(pod)
+		return nil
+	}
+	pl.holdPod(pod, req, reason, false)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Error())
+}
+
+// startUp waits, off the scheduling path, until every running pod is
+// accounted (and, with elastic queues, a share table computed from whole
+// state), then lets in the pods PreEnqueue held meanwhile.
+func (pl *Plugin) startUp(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName(Name)
+	if !cache.WaitForCacheSync(ctx.Done(), pl.podsSynced) {
+		return
+	}
+	pl.elastic.ensure(ctx, logger)
+	pods := pl.held.started()
+	if len(pods) > 0 {
+		logger.V(2).Info("Running pods accounted: deciding the pods that waited", "count", len(pods))
+		pl.held.activate(logger, pods)
+	}
+}
