@@ -2,6 +2,7 @@ package ugm
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/userquota/userquota/pkg/resources"
@@ -280,10 +281,11 @@ func (a *admission) String() string {
 }
 
 // AppShare is how much a running application uses, as the dominant share
-// of the limits on its queue's path: for each resource its usage over the
-// nearest queue max that names the resource (else over the root queue's
-// usage of it), the largest. 0 for an application that does not run. Fair
-// ordering lets in the application using least first.
+// of the limits on its queue's path: for each resource some queue max on
+// the path names, its usage over the nearest such max, the largest. On a
+// path that limits nothing, over the root queue's usage of each resource
+// instead. 0 for an application that does not run. Fair ordering lets in
+// the application using least first.
 func (m *Manager) AppShare(key AppKey) float64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -291,27 +293,45 @@ func (m *Manager) AppShare(key AppKey) float64 {
 	if a == nil {
 		return 0
 	}
-	share := 0.0
+	limited, unlimited := 0.0, 0.0
 	for i, x := range a.usage {
 		if x <= 0 {
 			continue
 		}
 		id := resources.ID(i)
-		limit := m.queues.root.usage.Get(id)
-		for q := a.leaf; q != nil; q = q.parent {
-			if q.limits == nil {
-				continue
+		if max, ok := nearestMax(a.leaf, id); ok {
+			if max > 0 {
+				limited = math.Max(limited, float64(x)/float64(max))
 			}
-			if max, ok := q.limits.max.Get(id); ok {
-				limit = max
-				break
-			}
+		} else if root := m.queues.root.usage.Get(id); root > 0 {
+			unlimited = math.Max(unlimited, float64(x)/float64(root))
 		}
-		if limit > 0 {
-			if s := float64(x) / float64(limit); s > share {
-				share = s
+	}
+	if limited > 0 {
+		return limited
+	}
+	return unlimited
+}
+
+// nearestMax is the max of id of the nearest queue from q up that names it.
+func nearestMax(q *queue, id resources.ID) (int64, bool) {
+	for ; q != nil; q = q.parent {
+		if q.limits != nil {
+			if max, ok := q.limits.max.Get(id); ok {
+				return max, true
 			}
 		}
 	}
-	return share
+	return 0, false
+}
+
+// AdmittedKeys lists the pods holding room.
+func (m *Manager) AdmittedKeys() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.adm.byKey))
+	for k := range m.adm.byKey {
+		out = append(out, k)
+	}
+	return out
 }

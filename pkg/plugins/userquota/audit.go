@@ -40,6 +40,10 @@ type accounts interface {
 	// counted under source.
 	releaseCharge(logger klog.Logger, uid types.UID, source string) (ledger.Charge, bool)
 	chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool
+	// admitted lists the pods holding room (admissions); forgetPod drops
+	// what is held for a pod that is gone or bound.
+	admitted() []string
+	forgetPod(uid types.UID)
 }
 
 // auditor compares the ledger with the pod informer's store and repairs
@@ -125,6 +129,22 @@ func (a *auditor) audit(logger klog.Logger) (released, charged int) {
 		if now, err := a.pods.Pods(p.Namespace).Get(p.Name); err != nil || now.UID != uid || a.accounts.finished(now) {
 			a.accounts.releaseCharge(logger, p.UID, metrics.SourceRelease)
 		}
+	}
+	// Room held for a pod that is gone, bound or finished: its event was
+	// lost, or its delete was handled just before it was let in.
+	for _, uid := range a.accounts.admitted() {
+		if p, ok := byUID[types.UID(uid)]; ok && p.Spec.NodeName == "" && !a.accounts.finished(p) {
+			continue
+		}
+		if !seen["admitted/"+uid] {
+			suspects["admitted/"+uid] = true
+			continue
+		}
+		if p, ok := byUID[types.UID(uid)]; ok && p.Spec.NodeName != "" {
+			continue // bound: charged above, its room dropped with the charge
+		}
+		a.accounts.forgetPod(types.UID(uid))
+		logger.Error(nil, "Audit: dropped the room held for a pod the scheduler's informer no longer has", "podUID", uid)
 	}
 	return released, charged
 }

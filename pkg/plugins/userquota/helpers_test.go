@@ -225,6 +225,7 @@ func (e *env) start() {
 	e.t.Helper()
 	e.informers.Start(e.ctx.Done())
 	e.waitFor("the plugin's pod handler to sync", e.pl.podsSynced)
+	e.waitFor("the plugin to decide pods (start-up over)", e.pl.held.isReady)
 	e.waitFor("the pod watch", func() bool { return e.watches.count("pods") >= 1 })
 }
 

@@ -78,6 +78,13 @@ func (h *holds) starting(pod *v1.Pod) bool {
 	return true
 }
 
+// isReady reports whether the running pods were accounted (started).
+func (h *holds) isReady() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ready
+}
+
 // started marks the running pods accounted and returns the pods that
 // waited for it.
 func (h *holds) started() map[string]*v1.Pod {

@@ -43,6 +43,9 @@ func (pl *Plugin) finished(p *v1.Pod) bool {
 		p.DeletionTimestamp != nil && pl.args.ReleaseOnTerminating
 }
 
+// admitted lists the UIDs of the pods holding room (accounts).
+func (pl *Plugin) admitted() []string { return pl.ugm.AdmittedKeys() }
+
 // charged lists the UIDs of the pods holding a charge (accounts).
 func (pl *Plugin) charged() []string { return pl.ledger.Pods() }
 
