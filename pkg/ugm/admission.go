@@ -202,11 +202,16 @@ func (m *Manager) Admit(key string, req *Request) error {
 	return nil
 }
 
-// Unadmit drops the room the pod key holds; false when it holds none.
-func (m *Manager) Unadmit(key string) bool {
+// Unadmit drops the room the pod key holds and returns what it held;
+// false when it holds none.
+func (m *Manager) Unadmit(key string) (Request, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.unadmit(key)
+	var req Request
+	if ad := m.adm.byKey[key]; ad != nil {
+		req = ad.req
+	}
+	return req, m.unadmit(key)
 }
 
 // Admitted reports whether the pod key holds room.

@@ -110,7 +110,7 @@ func TestAdmissions(t *testing.T) {
 				case "admit":
 					err = m.Admit(op.key, op.r)
 				case "unadmit":
-					if !m.Unadmit(op.key) {
+					if _, ok := m.Unadmit(op.key); !ok {
 						err = fmt.Errorf("not admitted")
 					}
 				case "commit":

@@ -98,8 +98,7 @@ func (m *Manager) checkCreate(req *Request, own *admission, soft *shareNeeds) (*
 	// counted as pending for it.
 	st := m.sharesFor(func(x *shareIndex) *shares.Share { return x.table.Get(req.Queue) }, nil, req.Resources)
 	if st != nil && tl.share != nil && tl.share.elastic {
-		held, own := w.heldAtQueue(req.Queue)
-		if r := checkShare(st.table.Get(req.Queue), req.Queue, nil, held, own, req.Resources); r != nil {
+		if r := checkShare(st.table.Get(req.Queue), req.Queue, nil, req.Resources); r != nil {
 			return nil, nil, "", r
 		}
 	}
@@ -202,7 +201,7 @@ func (w *walk) up(from *queue) error {
 			return r
 		}
 		if w.shares != nil && q.limits.share != nil && q.limits.share.elastic {
-			if r := checkShare(w.shares.get(q), q.path, q.usage, l.held, l.own, w.req.Resources); r != nil {
+			if r := checkShare(w.shares.get(q), q.path, q.usage, w.req.Resources); r != nil {
 				if w.soft == nil || q == w.soft.leaf {
 					return r
 				}

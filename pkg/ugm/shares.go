@@ -186,12 +186,14 @@ func fillSpec(n *shares.Queue, ql *queueLimits) {
 }
 
 // checkShare refuses req when it would take the queue at path (share s,
-// holding usage, and held less own by admissions) over its runtime share.
-func checkShare(s *shares.Share, path string, usage, held, own, req resources.Vector) *Refusal {
+// holding usage) over its runtime share. Admissions do not count: a
+// runtime share moves with demand, and room admitted under a larger share
+// would keep older pods out.
+func checkShare(s *shares.Share, path string, usage, req resources.Vector) *Refusal {
 	if s == nil {
 		return nil
 	}
-	e, over := s.Runtime.ExceedsWith(usage, held, own, req)
+	e, over := s.Runtime.Exceeds(usage, req)
 	if !over {
 		return nil
 	}

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/userquota/userquota/pkg/resources"
 )
 
 // elasticConfig shares the cluster (one 32-cpu node) between root.a and
@@ -67,7 +69,12 @@ func TestElasticBorrowAndGiveBack(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		c.waitBound(fmt.Sprintf("a-%d", i), bindTimeout)
 	}
-	// b is back at its guaranteed: b-more still does not fit its share.
-	c.waitRefused("b-more", "queue root.b is at its share: cpu 16+4 > 16")
+	// b is back at its guaranteed: b-more still does not fit its share. It
+	// was held by it all along: its status says so as written when the
+	// share last changed (usage is not rewritten on every release).
+	c.waitRefused("b-more", "queue root.b is at its share: cpu 32+4 > 16")
+	if got := c.sched.userRoot("bob").ResourceUsage.Get(resources.Intern("cpu")); got != 16000 {
+		t.Errorf("bob uses %d millicores, want 16000", got)
+	}
 	c.stillPending("b-more", 2e9)
 }

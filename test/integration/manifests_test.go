@@ -120,7 +120,8 @@ func TestManifests(t *testing.T) {
 	c.stillPendingCount("job-name=example-alice", 1, time.Second)
 
 	// The scheduler's events (events.k8s.io) reach the API server: the
-	// refusal on the pod; a config change on the queue-config ConfigMap in
+	// hold on the pod (through the plugin's own status client, under the
+	// manifests' RBAC); a config change on the queue-config ConfigMap in
 	// userquota-system. (The event of the config loaded at start is raised
 	// before kube-scheduler starts sending events: it is not looked for.)
 	for _, o := range objsOfKind(m.objects, "ConfigMap") {
@@ -132,8 +133,8 @@ func TestManifests(t *testing.T) {
 			c.apply(o, false)
 		}
 	}
-	c.eventually("FailedScheduling and QueueConfigApplied events", 15*time.Second, func() (bool, error) {
-		return c.hasEvent(c.ns, "FailedScheduling") && c.hasEvent(systemNamespace, userquota.ReasonConfigApplied), nil
+	c.eventually("QuotaHeld and QueueConfigApplied events", 15*time.Second, func() (bool, error) {
+		return c.hasEvent(c.ns, userquota.ReasonQuotaHeld) && c.hasEvent(systemNamespace, userquota.ReasonConfigApplied), nil
 	})
 
 	// /metrics through the scheduler's delegated authentication and

@@ -94,8 +94,8 @@ func (pl *Plugin) refuse(code fwk.Code, logger klog.Logger, pod *v1.Pod, req *ug
 	// demand until a later decision says otherwise.
 	var r *ugm.Refusal
 	pl.elastic.decided(pod.UID, errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup))
-	pl.ugm.Unadmit(string(pod.UID))
 	pl.holdPod(pod, req, err, true)
+	pl.dropRoom(logger, pod.UID)
 	if pl.held.freed() != frees {
 		if p := pl.held.get(pod.UID); p != nil {
 			pl.letIn(logger, []*hold.Pod{p})

@@ -43,7 +43,7 @@ type accounts interface {
 	// admitted lists the pods holding room (admissions); forgetPod drops
 	// what is held for a pod that is gone or bound.
 	admitted() []string
-	forgetPod(uid types.UID)
+	forgetPod(logger klog.Logger, uid types.UID)
 }
 
 // auditor compares the ledger with the pod informer's store and repairs
@@ -143,7 +143,7 @@ func (a *auditor) audit(logger klog.Logger) (released, charged int) {
 		if p, ok := byUID[types.UID(uid)]; ok && p.Spec.NodeName != "" {
 			continue // bound: charged above, its room dropped with the charge
 		}
-		a.accounts.forgetPod(types.UID(uid))
+		a.accounts.forgetPod(logger, types.UID(uid))
 		logger.Error(nil, "Audit: dropped the room held for a pod the scheduler's informer no longer has", "podUID", uid)
 	}
 	return released, charged

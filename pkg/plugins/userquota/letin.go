@@ -72,9 +72,10 @@ func (pl *Plugin) holdPod(pod *v1.Pod, req *ugm.Request, reason error, inCycle b
 	}
 }
 
-// sameLimit reports whether two reasons name the same limit (who, which
-// and where): only a change of limit is written to the pod's status, not
-// every change of its numbers.
+// sameLimit reports whether two reasons name the same limit (who, which,
+// where, and its maximum: a runtime share changes with the shares): only
+// a change of limit is written to the pod's status, not every change of
+// the usage behind it.
 func sameLimit(a, b error) bool {
 	ra, oka := asRefusal(a)
 	rb, okb := asRefusal(b)
@@ -84,7 +85,7 @@ func sameLimit(a, b error) bool {
 	if !oka {
 		return a.Error() == b.Error()
 	}
-	return ra.Who == rb.Who && ra.Name == rb.Name && ra.Queue == rb.Queue && ra.Limit == rb.Limit && ra.Resource == rb.Resource
+	return ra.Who == rb.Who && ra.Name == rb.Name && ra.Queue == rb.Queue && ra.Limit == rb.Limit && ra.Resource == rb.Resource && ra.Max == rb.Max
 }
 
 // letIn tries the held pods cands in order: each that fits now gets room
@@ -110,7 +111,7 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod) {
 			// Gone meanwhile (its delete may have been handled before the
 			// admission), or let in by PreEnqueue: the room goes with it;
 			// PreFilter decides without it.
-			pl.ugm.Unadmit(string(pod.UID))
+			pl.dropRoom(logger, pod.UID)
 			continue
 		}
 		if in == nil {
@@ -169,11 +170,20 @@ func (pl *Plugin) onSharesChange(logger klog.Logger) {
 }
 
 // forgetPod drops what is held for a pod that is gone or bound: its
-// admission, its hold and its wanted status.
-func (pl *Plugin) forgetPod(uid types.UID) {
-	pl.ugm.Unadmit(string(uid))
+// room, its hold and its wanted status.
+func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
+	pl.dropRoom(logger, uid)
 	pl.held.forget(uid)
 	pl.status.forget(uid)
+}
+
+// dropRoom drops the room held for a pod (its admission), and lets in the
+// held pods that room may admit: a dropped admission frees room as a
+// release does. Not under the scheduling queue's lock (PreEnqueue).
+func (pl *Plugin) dropRoom(logger klog.Logger, uid types.UID) {
+	if req, ok := pl.ugm.Unadmit(string(uid)); ok {
+		pl.onRelease(logger, req)
+	}
 }
 
 // queueOrder is how the config in force orders a queue's applications

@@ -167,7 +167,7 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 	if !ok || !pl.ours(pod) {
 		return
 	}
-	pl.forgetPod(pod.UID)
+	pl.forgetPod(logger, pod.UID)
 	pl.reclaim.forget(pod.UID)
 	pl.elastic.podGone(pod.UID)
 	pl.release(logger, pod)

@@ -31,8 +31,10 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	req, reason := pl.admitPod(pod)
 	if reason == nil && pl.gone(pod) {
 		// Deleted meanwhile: its delete may have been handled before the
-		// admission (the audit would catch it later).
-		pl.ugm.Unadmit(string(pod.UID))
+		// admission. The let-in of the room goes off the queue's lock
+		// (Activate takes it).
+		logger := klog.FromContext(ctx)
+		go pl.dropRoom(logger, pod.UID)
 		return nil
 	}
 	if reason == nil {

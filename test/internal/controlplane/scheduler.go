@@ -49,6 +49,9 @@ profiles:
 `, c.Kubeconfig, c.QPS, c.Burst, SchedulerName)
 	if c.UserQuota {
 		b.WriteString(`  plugins:
+    preEnqueue:
+      enabled:
+      - name: UserQuota
     preFilter:
       enabled:
       - name: UserQuota
