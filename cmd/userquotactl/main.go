@@ -24,7 +24,7 @@ and shows a scheduler's live usage.
 
 Usage:
   userquotactl validate FILE
-  userquotactl simulate --config FILE --trace FILE [--partition NAME] [--requeue]
+  userquotactl simulate --config FILE --trace FILE [--partition NAME] [--requeue] [--starvation D]
   userquotactl usage --server URL [--user NAME | --group NAME] [-o tree|json]
   userquotactl help
 
@@ -47,8 +47,12 @@ Flags for simulate:
   --config FILE     the initial queue config (required)
   --trace FILE      the trace, one JSON object per line (required)
   --partition NAME  the config partition to enforce (default "default")
-  --requeue         keep refused pods pending (they count as demand) and
-                    retry them after every release, config and capacity line
+  --requeue         hold refused pods (they count as demand) and let them in
+                    as the scheduler does after release, config and capacity
+                    lines, in its order (docs/simulator.md)
+  --starvation D    with --requeue: a held pod waiting longer than D (on the
+                    clock of wait lines) keeps the room it needs; 0 turns it
+                    off (default 2m0s, the scheduler's starvationWait)
 
 Flags for usage:
   --server URL                 the REST API, e.g. http://127.0.0.1:9089 (required)

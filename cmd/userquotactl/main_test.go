@@ -136,6 +136,14 @@ func TestRun(t *testing.T) {
 			stdout: []string{`{"pod":"p1","released":true}`, `{"users":[],"groups":[],"queues":`}, stdoutRows: 4},
 		{name: "simulate --requeue with a value", args: []string{"simulate", "--requeue=maybe", "--config", f["valid.yaml"], "--trace", f["requeue.jsonl"]}, code: 2,
 			stderr: []string{`invalid boolean value "maybe" for -requeue`}, noStdout: true},
+		{name: "simulate --starvation 0", args: []string{"simulate", "--requeue", "--starvation", "0", "--config", "../../testdata/traces/hold-starvation.yaml",
+			"--trace", "../../testdata/traces/hold-starvation.jsonl"}, code: 0,
+			// Off: s2, after the wait, fits and is not held behind big.
+			stdout: []string{`{"wait":"3m0s"}`, `{"pod":"s2","allowed":true}`}},
+		{name: "simulate --starvation negative", args: []string{"simulate", "--starvation=-1m", "--config", f["valid.yaml"], "--trace", f["trace.jsonl"]}, code: 2,
+			stderr: []string{"--starvation -1m0s is negative (0 turns it off)"}, noStdout: true},
+		{name: "simulate --starvation not a duration", args: []string{"simulate", "--starvation", "soon", "--config", f["valid.yaml"], "--trace", f["trace.jsonl"]}, code: 2,
+			stderr: []string{`invalid value "soon" for flag -starvation`}, noStdout: true},
 		{name: "simulate flag without value", args: []string{"simulate", "--config"}, code: 2, stderr: []string{"flag needs an argument: -config"}, noStdout: true},
 		{name: "simulate empty partition", args: []string{"simulate", "--config", f["valid.yaml"], "--trace", f["trace.jsonl"], "--partition", ""}, code: 2,
 			stderr: []string{"--partition must not be empty"}, noStdout: true},
@@ -205,6 +213,7 @@ func TestSimulateMatchesGolden(t *testing.T) {
 		"../../testdata/traces/example-multilevel",
 		"../../testdata/traces/elastic-borrow",
 		"../../testdata/traces/elastic-shares-norequeue",
+		"../../testdata/traces/hold-starvation",
 	} {
 		t.Run(filepath.Base(base), func(t *testing.T) {
 			want, err := os.ReadFile(base + ".golden")

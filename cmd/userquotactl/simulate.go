@@ -11,15 +11,18 @@ import (
 )
 
 // runSimulate is `userquotactl simulate --config FILE --trace FILE
-// [--partition NAME] [--requeue]`: the decisions go to stdout as JSON
-// lines, anything that stops the replay goes to stderr. --requeue keeps
-// refused pods pending and retries them (simulator.Options.Requeue).
+// [--partition NAME] [--requeue [--starvation D]]`: the decisions go to
+// stdout as JSON lines, anything that stops the replay goes to stderr.
+// --requeue holds refused pods and lets them in as the scheduler does
+// (simulator.Options.Requeue); --starvation is the scheduler's
+// starvationWait (simulator.Options.Starvation).
 func runSimulate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("simulate")
 	cfgPath := fs.String("config", "", "the initial queue config")
 	tracePath := fs.String("trace", "", "the trace")
 	partition := fs.String("partition", simulator.DefaultPartition, "the partition to enforce")
-	requeue := fs.Bool("requeue", false, "keep refused pods pending (they count as demand) and retry them after every release, config and capacity line")
+	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines")
+	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of wait lines) before the room it needs is kept for it; 0 turns it off")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -37,6 +40,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		return badArgs(stderr, fmt.Sprintf("simulate: unexpected argument %q", fs.Arg(0)))
 	case *partition == "":
 		return badArgs(stderr, "simulate: --partition must not be empty")
+	case *starvation < 0:
+		return badArgs(stderr, fmt.Sprintf("simulate: --starvation %s is negative (0 turns it off)", *starvation))
 	}
 
 	cfg, err := os.ReadFile(*cfgPath)
@@ -51,7 +56,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	defer trace.Close()
 
-	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue})
+	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue, Starvation: *starvation})
 	var cfgErr *simulator.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -22,8 +23,8 @@ const (
 var onePod = resources.FromMap(map[string]int64{resources.Pods: 1})
 
 // allocate places a pod and charges it through the ledger, as the plugin's
-// PreFilter and Reserve do. With Options.Requeue a refused pod stays
-// pending (see try and retry).
+// PreEnqueue, PreFilter and Reserve do. With Options.Requeue a refused pod
+// is held (see try and letIn).
 func (s *sim) allocate(n int, l *traceLine) any {
 	req, err := allocateRequest(l)
 	if err != nil {
@@ -34,16 +35,16 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	if _, live := s.ledger.Get(l.Pod); live {
 		return podError{Pod: l.Pod, Error: "already allocated"}
 	}
-	// A pod waiting under --requeue is the same pod: its first line stands.
-	if _, waiting := s.pendingByName[l.Pod]; waiting {
+	// A pod held under --requeue is the same pod: its first line stands.
+	if _, held := s.pendingByName[l.Pod]; held {
 		return podError{Pod: l.Pod, Error: "already pending"}
 	}
-	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true}
-	out, res := s.try(p)
-	if res == refusedPod && s.opts.Requeue {
-		s.addPending(p)
+	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true, priority: l.Priority, created: createdAt(n)}
+	d := s.try(p)
+	if d.result == refusedPod && s.opts.Requeue {
+		s.hold(p, d)
 	}
-	return out
+	return d.out
 }
 
 // Outcomes of try.
@@ -54,21 +55,45 @@ const (
 	livePod
 )
 
+// decision is what try decided for a pod.
+type decision struct {
+	// out is the output line: the allow or refusal line.
+	out    any
+	result int
+	// reason is why a refused pod is refused; placed its request as
+	// placed, nil when placement failed.
+	reason error
+	placed *ugm.Request
+}
+
 // try places p and asks the ledger to charge it, with the shares
 // recomputed first counting p as pending (the pod asking is part of its
-// queue's demand while it is decided). It returns the output line of the
-// decision. It records on p the queue placement gave it ("" when placement
-// failed) and whether it counts as demand while it waits: not after a
-// user or group refusal, which no share can lift.
-func (s *sim) try(p *pendingPod) (any, int) {
+// queue's demand while it is decided). A pod that fits but would take the
+// room kept for a starving held pod (hold.Book.Barrier) is refused with a
+// *hold.BehindError, as the plugin's PreEnqueue holds it. It records on p
+// the queue placement gave it ("" when placement failed) and whether it
+// counts as demand while it waits: not after a user or group refusal,
+// which no share can lift.
+func (s *sim) try(p *pendingPod) decision {
 	req := p.req
 	placed, err := s.place(&req, p.line)
 	p.queue = ""
+	var d decision
 	if err == nil {
 		req.Queue, req.Create = placed.Queue, placed.Create
 		p.queue = placed.Queue
+		d.placed = &req
 	}
 	s.recompute(p)
+	if err == nil {
+		// The barrier binds only a pod that fits: one that does not is
+		// held for its own limit (the plugin decides, then checks it).
+		if head := s.book.Barrier(p.name, &req, p.priority, p.created, s.now); head != nil {
+			if err = s.ledger.Check(&req); err == nil {
+				err = &hold.BehindError{Pod: head}
+			}
+		}
+	}
 	if err == nil {
 		err = s.ledger.Allocate(p.name, req)
 	}
@@ -79,13 +104,16 @@ func (s *sim) try(p *pendingPod) (any, int) {
 		if p.line.Queue == "" || s.policy.HasRules() {
 			out.Queue = placed.Queue
 		}
-		return out, admittedPod
+		d.out, d.result = out, admittedPod
+		return d
 	}
 	if errors.Is(err, ledger.ErrAlreadyAllocated) {
-		return podError{Pod: p.name, Error: "already allocated"}, livePod
+		d.out, d.result = podError{Pod: p.name, Error: "already allocated"}, livePod
+		return d
 	}
-	// Refusals, queue errors, application conflicts and anything else ugm
-	// turns down (a usage that would overflow): the pod is not admitted.
+	// Refusals, queue errors, application conflicts, a starving pod's kept
+	// room and anything else ugm turns down (a usage that would overflow):
+	// the pod is not admitted.
 	out := refused{Pod: p.name, Reason: err.Error()}
 	p.demand = true
 	var r *ugm.Refusal
@@ -96,7 +124,8 @@ func (s *sim) try(p *pendingPod) (any, int) {
 		}
 		p.demand = r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup
 	}
-	return out, refusedPod
+	d.out, d.result, d.reason = out, refusedPod, err
+	return d
 }
 
 // allocateRequest builds the ugm request an allocate line stands for, with

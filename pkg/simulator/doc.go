@@ -44,28 +44,40 @@
 //   - A "pods" entry in "resources" is added to, not replaced by, the pod's
 //     own pods: 1.
 //
-// # Elastic quotas
+// # Elastic quotas and holding
 //
-// The ops {"op":"capacity","resources":{...}} and {"op":"shares"}, and
-// Options.Requeue (simulate --requeue), are specified in docs/simulator.md.
-// In short:
+// The ops {"op":"capacity","resources":{...}}, {"op":"shares"} and
+// {"op":"wait","duration":"3m"}, an allocate line's "priority", and
+// Options.Requeue and Options.Starvation (simulate --requeue
+// --starvation D) are specified in docs/simulator.md. In short:
 //
 //   - The capacity starts unbounded; a capacity line replaces it (parsed as
 //     allocate parses resources, but no pods: 1 is added; {} makes it
 //     unbounded again) and prints {"capacity":"applied"}; bad resources are
 //     a line error and change nothing.
 //   - The shares are recomputed (ugm's ComputeShares, then SetShares)
-//     before every allocate decision and every retry, with the pod being
-//     decided counted as its queue's demand, and for a shares line. They
-//     bind only elastic queues, so other configs decide as before.
-//   - Under Options.Requeue a refused pod waits (and is demand unless its
-//     last refusal was a user or group limit); after every release, config
-//     or capacity op (not after a line error) the waiting pods are retried
-//     in trace order, pass after pass until one admits none, each admission
-//     printing its allow line. An allocate naming a waiting pod prints
+//     before every allocate decision and every let-in attempt, with the
+//     pod being decided counted as its queue's demand, and for a shares
+//     line. They bind only elastic queues, so other configs decide as
+//     before.
+//   - A wait line moves the simulated clock on (it starts at 00:00:00)
+//     and prints {"wait":"3m0s"}; nothing else moves it.
+//   - Under Options.Requeue a refused pod is held in a hold.Book, as the
+//     scheduler's PreEnqueue holds it (and is demand unless its last
+//     refusal was a user or group limit). A release of a live pod lets in
+//     the held pods of the limits it touched (hold.Book.Released), then,
+//     when it changed a runtime share, those held by a share; an applied
+//     config and a capacity line let in every held pod (hold.Book.All).
+//     Each pod is tried once, in the plugin's order (priority, the leaf
+//     queue's application.sort.policy, age: the allocate line's position,
+//     name), each admission printing its allow line; one that does not
+//     fit stays held without blocking the others. A pod held longer than
+//     Options.Starvation keeps its room (hold.Book.Barrier): a pod behind
+//     it that would fit is held with a *hold.BehindError, and is tried
+//     again when that pod is let in. An allocate naming a held pod prints
 //     {"pod":"p1","error":"already pending"}; a release of one withdraws
-//     it and prints "released":false. The snapshot then ends with
-//     "pending":[...], the waiting pods in trace order.
+//     it, prints "released":false and lets nothing in. The snapshot then
+//     ends with "pending":[...], the held pods in trace order.
 //
 // # Output
 //

@@ -1,58 +1,26 @@
 package simulator
 
 import (
-	"slices"
-
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
-	"github.com/userquota/userquota/pkg/ugm"
 )
 
-// Elastic quotas (docs/simulator.md): the capacity and shares ops, the
-// share recompute before every decision, and the pending pods of
-// Options.Requeue.
+// Elastic quotas (docs/simulator.md): the capacity and shares ops, and the
+// share recompute before every decision.
 
-// pendingPod is a pod an allocate line asked for that is not admitted:
-// while it is decided, and with Options.Requeue while it waits.
-type pendingPod struct {
-	name string
-	// line is the allocate line, placed again on every attempt (a config
-	// line may move the pod); req is its request without the queue.
-	line *traceLine
-	req  ugm.Request
-	// queue is where the last placement put the pod; "" when placement
-	// failed (a pod without a queue is no queue's demand).
-	queue string
-	// demand: the pod's charge counts in its queue's demand. False after
-	// a user or group refusal (the pod cannot use a share) until a later
-	// attempt is refused for another reason.
-	demand bool
-}
-
-// addPending keeps a refused pod waiting, after the others (trace order).
-func (s *sim) addPending(p *pendingPod) {
-	if s.pendingByName == nil {
-		s.pendingByName = map[string]*pendingPod{}
-	}
-	s.pending = append(s.pending, p)
-	s.pendingByName[p.name] = p
-}
-
-// dropPending stops p waiting.
-func (s *sim) dropPending(p *pendingPod) {
-	delete(s.pendingByName, p.name)
-	if i := slices.Index(s.pending, p); i >= 0 {
-		s.pending = slices.Delete(s.pending, i, i+1)
-	}
-}
-
-// recompute computes the shares from ugm's usage, the pending pods that
-// count as demand, asking (the pod being decided, nil for none: it counts
-// whatever its last refusal was) and the capacity, and puts them in force,
-// as the scheduler's recompute does before the pods it decides. Shares are
+// recompute computes the shares (computeShares) and puts them in force, as
+// the scheduler's recompute does before the pods it decides. Shares are
 // enforced only on elastic queues, so a config without quota.sharing
 // decides as before.
 func (s *sim) recompute(asking *pendingPod) {
+	m := s.ledger.Manager()
+	m.SetShares(s.computeShares(asking))
+}
+
+// computeShares computes the shares from ugm's usage, the held pods that
+// count as demand, asking (the pod being decided, nil for none: it counts
+// whatever its last refusal was) and the capacity.
+func (s *sim) computeShares(asking *pendingPod) *shares.Table {
 	pending := map[string]resources.Vector{}
 	add := func(p *pendingPod) {
 		if p.queue == "" {
@@ -62,7 +30,8 @@ func (s *sim) recompute(asking *pendingPod) {
 		v.AddUnchecked(p.req.Resources)
 		pending[p.queue] = v
 	}
-	for _, p := range s.pending {
+	// Sums of non-negative amounts: the map's order does not matter.
+	for _, p := range s.pendingByName {
 		if p.demand || p == asking {
 			add(p)
 		}
@@ -70,49 +39,7 @@ func (s *sim) recompute(asking *pendingPod) {
 	if asking != nil && s.pendingByName[asking.name] != asking {
 		add(asking)
 	}
-	m := s.ledger.Manager()
-	m.SetShares(m.ComputeShares(pending, s.capacity))
-}
-
-// retry gives the pending pods another chance after a release, config or
-// capacity line: passes over them in trace order, shares recomputed before
-// each attempt, until a pass admits none. Each admission prints its allow
-// line; a pod refused again prints nothing and keeps its place.
-func (s *sim) retry() error {
-	for {
-		admitted := false
-		for i := 0; i < len(s.pending); {
-			p := s.pending[i]
-			out, res := s.try(p)
-			if res != refusedPod {
-				// Admitted (or, which cannot happen, live already).
-				s.dropPending(p)
-				if err := s.enc.Encode(out); err != nil {
-					return err
-				}
-				admitted = true
-				continue
-			}
-			i++
-		}
-		if !admitted {
-			return nil
-		}
-	}
-}
-
-// refreshPending places every pending pod again after a config line, so
-// that their demand counts where the new config puts them from the first
-// recompute on.
-func (s *sim) refreshPending() {
-	for _, p := range s.pending {
-		req := p.req
-		placed, err := s.place(&req, p.line)
-		p.queue = ""
-		if err == nil {
-			p.queue = placed.Queue
-		}
-	}
+	return s.ledger.Manager().ComputeShares(pending, s.capacity)
 }
 
 // capacitySet is the capacity op: the cluster's capacity from now on,
@@ -170,16 +97,4 @@ func bounded(l resources.Limit) map[string]int64 {
 		}
 	}
 	return m
-}
-
-// pendingNames lists the pods waiting, in trace order, for the snapshot.
-func (s *sim) pendingNames() *[]string {
-	if !s.opts.Requeue {
-		return nil
-	}
-	names := make([]string, 0, len(s.pending))
-	for _, p := range s.pending {
-		names = append(names, p.name)
-	}
-	return &names
 }

@@ -94,7 +94,10 @@ func pendingOf(t *testing.T, snapshot string) []string {
 	return *s.Pending
 }
 
-func TestRequeueRetriesInTraceOrder(t *testing.T) {
+// TestRequeueLetsInInOrder: one application per pod, all of one age
+// order: the release lets them in oldest first, and one that does not fit
+// does not block a smaller one behind it.
+func TestRequeueLetsInInOrder(t *testing.T) {
 	got := runLines(t, maxConfig, Options{Requeue: true},
 		units("x1", "root.q", "10"),
 		units("p1", "root.q", "6"),
@@ -109,8 +112,8 @@ func TestRequeueRetriesInTraceOrder(t *testing.T) {
 		`{"pod":"p2","allowed":false,...`,
 		`{"pod":"p3","allowed":false,...`,
 		`{"pod":"x1","released":true}`,
-		// p1 and p2 fill the queue in trace order; p3 would fit before
-		// p2 but waits its turn.
+		// p1 and p2 fill the queue oldest first; p3 would fit before p2
+		// but waits its turn.
 		`{"pod":"p1","allowed":true}`,
 		`{"pod":"p2","allowed":true}`,
 		`{"pod":"p1","released":true}`,
@@ -121,9 +124,11 @@ func TestRequeueRetriesInTraceOrder(t *testing.T) {
 	}
 }
 
-// TestRequeueRepeatsPasses: a pod admitted late in a pass lets an earlier
-// one in (its dynamic queue now exists), so a second pass runs.
-func TestRequeueRepeatsPasses(t *testing.T) {
+// TestRequeuePlacementWaitsForConfig: a pod held because it has no queue
+// is not let in by a release, even one whose admissions create its queue
+// (the plugin lets in only the pods of the limits a release touched); a
+// config line tries every held pod.
+func TestRequeuePlacementWaitsForConfig(t *testing.T) {
 	cfg := `partitions:
   - name: default
     placementrules:
@@ -147,19 +152,25 @@ func TestRequeueRepeatsPasses(t *testing.T) {
             queues:
               - name: q
 `
+	cfgLine, err := json.Marshal(map[string]string{"op": "config", "config": cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := runLines(t, cfg, Options{Requeue: true},
 		units("x1", "root.t.q", "10"),
 		// Only maker's pods create root.t.dev; p1 needs it to exist.
 		units("p1", "root.t.dev", "1", `"user":"user"`),
 		units("p2", "", "1", `"user":"maker"`, `"namespace":"dev"`),
 		`{"op":"release","pod":"x1"}`,
+		string(cfgLine),
 	)
 	checkLines(t, got, []string{
 		`{"pod":"x1","allowed":true,"queue":"root.t.q"}`,
-		`{"pod":"p1","allowed":false,...`,
+		`{"pod":"p1","allowed":false,"reason":"no placement rule placed the pod: ...`,
 		`{"pod":"p2","allowed":false,...`,
 		`{"pod":"x1","released":true}`,
 		`{"pod":"p2","allowed":true,"queue":"root.t.dev"}`,
+		`{"config":"applied"}`,
 		`{"pod":"p1","allowed":true,"queue":"root.t.dev"}`,
 	})
 }
@@ -242,14 +253,15 @@ func TestRequeueEdgeCases(t *testing.T) {
 		`{"op":"allocate","pod":"p9","queue":"root.q","resources":{"example.com/units":"x"}}`,
 		// A pod in no queue waits too.
 		units("p2", "root.nope", "1"),
-		// A pending pod released is withdrawn, not released; the retry
-		// after it admits nothing (x1 still holds the queue).
+		// A held pod released is withdrawn, not released: it frees
+		// nothing, so nothing is let in.
 		`{"op":"release","pod":"p1"}`,
 		units("p1", "root.q", "1"),
-		// A rejected config still retries (nothing fits).
+		// A rejected config changes nothing and lets nothing in.
 		`{"op":"config","config":"partitions: []"}`,
-		// A config creating root.nope lets p2 in; the retry after a
-		// config line also takes p1 now that q holds 20.
+		// A config creating root.nope lets p2 in (held for placement,
+		// without a queue, it sorts first); every held pod is tried
+		// after a config line, so p1 too now that q holds 20.
 		`{"op":"config","config":"partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n          - name: q\n            resources:\n              max: {example.com/units: 20}\n          - name: nope\n"}`,
 	)
 	checkLines(t, got, []string{

@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzRun feeds arbitrary traces to Run: it must never panic, never fail on
 // a readable trace, and print exactly one line per non-blank trace line plus
-// the snapshot; with Options.Requeue (and an elastic config) at least that,
-// every line beyond it an allow line of a retry. The golden traces are the
-// seed corpus.
+// the snapshot; with Options.Requeue (an elastic config, a starvation wait
+// of 1m) at least that, every line beyond it an allow line of a let-in.
+// The golden traces are the seed corpus.
 func FuzzRun(f *testing.F) {
 	var traces []string
 	for _, d := range traceDirs {
@@ -45,7 +46,7 @@ func FuzzRun(f *testing.F) {
 		}
 
 		var rq bytes.Buffer
-		if err := Run([]byte(elasticConfig), strings.NewReader(trace), &rq, Options{Requeue: true}); err != nil {
+		if err := Run([]byte(elasticConfig), strings.NewReader(trace), &rq, Options{Requeue: true, Starvation: time.Minute}); err != nil {
 			t.Fatalf("Run --requeue: %v", err)
 		}
 		got := strings.Count(rq.String(), "\n")

@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files (*.golden) wit
 // tracesDir holds the golden cases: NAME.yaml (the initial config, possibly
 // a symlink to an example), NAME.jsonl (the trace), NAME.golden (the output)
 // and, optionally, NAME.args (the simulate flags the case runs with,
-// whitespace-separated: --requeue, --partition NAME).
+// whitespace-separated: --requeue, --starvation D, --partition NAME).
 const tracesDir = "../../testdata/traces"
 
 // traceDirs are the golden directories with the fewest cases each must
@@ -66,19 +66,21 @@ func TestGoldenTraces(t *testing.T) {
 }
 
 // caseOptions reads the case's NAME.args, the simulate flags it runs
-// with; none when the file is absent.
+// with; none when the file is absent. Defaults are the command's
+// (--starvation 2m), so a case runs as `userquotactl simulate` runs it.
 func caseOptions(t *testing.T, base string) Options {
 	t.Helper()
+	opts := Options{Starvation: DefaultStarvation}
 	data, err := os.ReadFile(base + ".args")
 	if errors.Is(err, fs.ErrNotExist) {
-		return Options{}
+		return opts
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opts Options
 	fl := flag.NewFlagSet(base+".args", flag.ContinueOnError)
 	fl.BoolVar(&opts.Requeue, "requeue", false, "")
+	fl.DurationVar(&opts.Starvation, "starvation", DefaultStarvation, "")
 	fl.StringVar(&opts.Partition, "partition", "", "")
 	if err := fl.Parse(strings.Fields(string(data))); err != nil {
 		t.Fatal(err)

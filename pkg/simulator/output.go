@@ -53,6 +53,12 @@ type capacityLine struct {
 	Capacity string `json:"capacity"`
 }
 
+// waitLine is {"wait":"3m0s"}: how long the simulated clock moved on, as
+// Go prints a duration.
+type waitLine struct {
+	Wait string `json:"wait"`
+}
+
 // sharesLine is {"shares":[...]}: every queue of the share table, sorted by
 // path.
 type sharesLine struct {
@@ -78,8 +84,8 @@ type lineError struct {
 }
 
 // snapshot is the last line: usage as the REST endpoints show it, and with
-// Options.Requeue the pods still pending, in trace order ("pending":[]
-// when none is; the key is absent without the option, as the contract's
+// Options.Requeue the pods still held, in trace order ("pending":[] when
+// none is; the key is absent without the option, as the contract's
 // snapshot has it).
 type snapshot struct {
 	Users   []ugm.UserUsage  `json:"users"`

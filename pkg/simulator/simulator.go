@@ -7,17 +7,24 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // DefaultPartition is the partition replayed when Options.Partition is empty:
 // the one YuniKorn and the scheduler use by default.
 const DefaultPartition = "default"
+
+// DefaultStarvation is the starvation wait `userquotactl simulate` uses
+// without --starvation: the scheduler plugin's starvationWait default.
+const DefaultStarvation = 2 * time.Minute
 
 // Options tune a replay.
 type Options struct {
@@ -28,12 +35,19 @@ type Options struct {
 	// notices ("note: ...") and inconsistencies ugm reports on release.
 	// Nil discards them.
 	Log io.Writer
-	// Requeue keeps refused pods pending: they count as their queue's
-	// demand (except while refused by a user or group limit) and are
-	// retried, in trace order, after every release, config and capacity
-	// line until none gets in; each admission prints its allow line then.
-	// The snapshot then lists the pods still pending.
+	// Requeue holds refused pods, as the scheduler's PreEnqueue does: they
+	// count as their queue's demand (except while refused by a user or
+	// group limit) and are let in, in the plugin's order, after the
+	// release, config and capacity lines that may make room for them; each
+	// admission prints its allow line then. The snapshot then lists the
+	// pods still held.
 	Requeue bool
+	// Starvation is the plugin's starvationWait: once a held pod has
+	// waited longer on the simulated clock (wait lines), the room it needs
+	// is kept and pods behind it on the limit that holds it are held too.
+	// 0 turns it off (the zero Options); the command's default is
+	// DefaultStarvation. Only Requeue holds pods.
+	Starvation time.Duration
 }
 
 // ConfigError is returned by Run when the initial config is invalid or
@@ -56,7 +70,8 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 	if opts.Partition == "" {
 		opts.Partition = DefaultPartition
 	}
-	s := &sim{opts: opts, ledger: ledger.New(ugm.New())}
+	s := &sim{opts: opts, ledger: ledger.New(ugm.New()), book: hold.NewBook(opts.Starvation), now: simStart,
+		pendingByName: map[string]*pendingPod{}}
 	part, notices, errs := loadPartition(cfgText, opts.Partition)
 	if errs != nil {
 		return &ConfigError{Errs: errs}
@@ -84,20 +99,26 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 type sim struct {
 	opts   Options
 	ledger *ledger.Ledger
-	// policy is the placement of the partition in force.
-	policy *placement.Policy
-	enc    *json.Encoder
+	// partition is the config partition in force; policy its placement.
+	partition *queueconfig.Partition
+	policy    *placement.Policy
+	enc       *json.Encoder
 	// capacity is the cluster's capacity of the last capacity line; nil
 	// (unbounded) until one.
 	capacity resources.Limit
-	// pending are the pods waiting under Options.Requeue, in trace order.
-	pending       []*pendingPod
+	// now is the simulated clock: simStart moved on by the wait lines.
+	now time.Time
+	// book holds the pods refused under Options.Requeue, indexed and
+	// ordered for letting in as the plugin's; pendingByName are the same
+	// pods by name, with what the simulator keeps of them.
+	book          *hold.Book
 	pendingByName map[string]*pendingPod
 }
 
 // setPartition puts a validated partition in force, in ugm and for
 // placement, as the plugin swaps its config.
 func (s *sim) setPartition(p *queueconfig.Partition) {
+	s.partition = p
 	s.policy = placement.New(p, defaultQueue)
 	s.ledger.Manager().SetConfig(p)
 }
@@ -115,12 +136,12 @@ func (s *sim) replay(r *bufio.Reader) error {
 			line = bytes.TrimPrefix(line, []byte("\ufeff")) // a byte order mark
 		}
 		if !isBlank(line) {
-			out, retry := s.apply(n, line)
+			out, next := s.apply(n, line)
 			if werr := s.enc.Encode(out); werr != nil {
 				return werr
 			}
-			if retry && s.opts.Requeue {
-				if werr := s.retry(); werr != nil {
+			if next != nil && s.opts.Requeue {
+				if werr := s.letInAfter(next); werr != nil {
 					return werr
 				}
 			}
@@ -131,53 +152,89 @@ func (s *sim) replay(r *bufio.Reader) error {
 	}
 }
 
-// apply carries out one trace line and returns its output line, and
-// whether pending pods are retried after it: after a release, config or
-// capacity op that was carried out (whatever it decided: a release of a
-// pod not live and a rejected config too), not after a line error.
-func (s *sim) apply(n int, data []byte) (any, bool) {
+// apply carries out one trace line and returns its output line, and which
+// held pods it may let in (nil: none), as the scheduler's events do: a
+// release lets in those its room may admit, an applied config and a
+// capacity line every held pod. A line error, a rejected config and a
+// release of a pod not live (or held: a withdrawal) free nothing.
+func (s *sim) apply(n int, data []byte) (any, *freed) {
 	l, err := decodeLine(data)
 	if err != nil {
-		return lineError{Line: n, Error: err.Error()}, false
+		return lineError{Line: n, Error: err.Error()}, nil
 	}
-	var out any
 	switch l.Op {
 	case opAllocate:
-		return s.allocate(n, l), false
+		return s.allocate(n, l), nil
 	case opShares:
-		return s.sharesShow(), false
+		return s.sharesShow(), nil
+	case opWait:
+		return s.wait(n, l), nil
 	case opRelease:
-		out = s.release(n, l)
+		return s.release(n, l)
 	case opConfig:
-		out = s.config(n, l)
+		out := s.config(n, l)
+		if c, ok := out.(configLine); ok && c.Config == "applied" {
+			return out, &freed{all: true}
+		}
+		return out, nil
 	case opCapacity:
-		out = s.capacitySet(n, l)
+		out := s.capacitySet(n, l)
+		if _, bad := out.(lineError); bad {
+			return out, nil
+		}
+		return out, &freed{all: true}
 	case "":
-		// The wording predates the capacity and shares ops; golden
+		// The wording predates the capacity, shares and wait ops; golden
 		// files pin it.
-		return lineError{Line: n, Error: `missing "op" (allocate, release or config)`}, false
+		return lineError{Line: n, Error: `missing "op" (allocate, release or config)`}, nil
 	default:
-		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity or shares)", l.Op)}, false
+		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity, shares or wait)", l.Op)}, nil
 	}
-	_, bad := out.(lineError)
-	return out, !bad
 }
 
-func (s *sim) release(n int, l *traceLine) any {
+// release gives back a live pod's charge and returns what it freed. A
+// held pod (Options.Requeue) was never admitted: the release withdraws
+// it, and it was not live.
+func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	if l.Pod == "" {
-		return lineError{Line: n, Error: `release: missing "pod"`}
+		return lineError{Line: n, Error: `release: missing "pod"`}, nil
 	}
-	// A pending pod (Options.Requeue) was never admitted: the release
-	// withdraws it, and it was not live.
 	if p := s.pendingByName[l.Pod]; p != nil {
 		s.dropPending(p)
-		return releasedLine{Pod: l.Pod, Released: false}
+		return releasedLine{Pod: l.Pod, Released: false}, nil
 	}
-	_, ok, err := s.ledger.Release(l.Pod)
+	// The shares before the release, to tell whether it changed one (the
+	// plugin's recompute lets in the pods held by a share then).
+	var before *shares.Table
+	if s.opts.Requeue && s.book.Len() > 0 {
+		before = s.computeShares(nil)
+	}
+	c, ok, err := s.ledger.Release(l.Pod)
 	if err != nil {
 		s.logf("line %d: release %s: %v\n", n, l.Pod, err)
 	}
-	return releasedLine{Pod: l.Pod, Released: ok}
+	out := releasedLine{Pod: l.Pod, Released: ok}
+	if !ok {
+		return out, nil
+	}
+	return out, &freed{released: &c.Request, sharesBefore: before}
+}
+
+// wait is the wait op: the simulated clock moves on by the line's
+// duration. Time alone lets no pod in; it makes held pods starve.
+func (s *sim) wait(n int, l *traceLine) any {
+	if l.Duration == nil {
+		return lineError{Line: n, Error: `wait: missing "duration" (a Go duration, e.g. "90s" or "3m")`}
+	}
+	d, err := time.ParseDuration(*l.Duration)
+	if err != nil {
+		return lineError{Line: n, Error: fmt.Sprintf("wait: bad \"duration\" %q (a Go duration, e.g. \"90s\" or \"3m\")", *l.Duration)}
+	}
+	if d < 0 {
+		return lineError{Line: n, Error: fmt.Sprintf("wait: \"duration\" %q is negative: the clock only moves on", *l.Duration)}
+	}
+	s.now = s.now.Add(d)
+	return waitLine{Wait: d.String()}
 }
 
 func (s *sim) config(n int, l *traceLine) any {

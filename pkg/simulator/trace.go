@@ -19,6 +19,8 @@ const (
 	// Elastic quotas: the cluster's capacity, and the runtime shares.
 	opCapacity = "capacity"
 	opShares   = "shares"
+	// Hold and let in: the simulated clock moves on.
+	opWait = "wait"
 )
 
 // traceLine is one input line. It is the union of every operation's fields;
@@ -39,6 +41,12 @@ type traceLine struct {
 	Resources map[string]string `json:"resources"`
 	// Config is nil when absent or null, so "" can still be told apart.
 	Config *string `json:"config"`
+	// Priority is an allocate line's pod priority (absent: 0), the first
+	// key of the let-in order under Options.Requeue.
+	Priority int32 `json:"priority"`
+	// Duration is how long a wait line moves the simulated clock on (a Go
+	// duration such as "90s" or "3m"); nil when absent or null.
+	Duration *string `json:"duration"`
 }
 
 // decodeLine parses one trace line strictly: exactly one JSON object, keys
@@ -125,6 +133,8 @@ func describeType(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"
+	case reflect.Int32:
+		return "an integer (32-bit)"
 	case reflect.Slice:
 		return "a list of strings"
 	case reflect.Map:

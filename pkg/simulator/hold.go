@@ -1,0 +1,218 @@
+package simulator
+
+import (
+	"slices"
+	"time"
+
+	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/shares"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Hold and let in under Options.Requeue (docs/simulator.md), as the
+// scheduler plugin does it (docs/design.md, "Hold and let in";
+// pkg/plugins/userquota/letin.go): a refused pod is held in a hold.Book;
+// the lines that free room let held pods in, in the book's order, each
+// admitted at once (the simulator commits when it admits); a pod held
+// longer than Options.Starvation keeps the room it needs.
+
+// simStart is the simulated clock at the first line: 00:00:00 UTC, so that
+// a time in a refusal ("held since 00:03:00") reads as time since the
+// start.
+var simStart = time.Unix(0, 0).UTC()
+
+// letInWindow bounds how many held pods of each limit a release looks at:
+// the plugin's letInWindow (pkg/plugins/userquota/holds.go).
+const letInWindow = 64
+
+// createdAt is the creation of the pod of trace line n: its age in the
+// let-in order is its line's position (a later line is younger, whatever
+// the clock says).
+func createdAt(n int) time.Time { return simStart.Add(time.Duration(n)) }
+
+// pendingPod is a pod an allocate line asked for that is not admitted:
+// while it is decided, and with Options.Requeue while it is held.
+type pendingPod struct {
+	name string
+	// line is the allocate line, placed again on every attempt (a config
+	// line may move the pod); req is its request without the queue.
+	line *traceLine
+	req  ugm.Request
+	// priority and created (its line's position) order it for letting in.
+	priority int32
+	created  time.Time
+	// queue is where the last placement put the pod; "" when placement
+	// failed (a pod without a queue is no queue's demand).
+	queue string
+	// demand: the pod's charge counts in its queue's demand. False after
+	// a user or group refusal (the pod cannot use a share) until a later
+	// attempt is refused for another reason.
+	demand bool
+}
+
+// hold records p as held for d's reason, as the plugin's holdPod: a pod
+// held already keeps the time it was first held (the book keeps Since).
+func (s *sim) hold(p *pendingPod, d decision) {
+	s.pendingByName[p.name] = p
+	s.book.Hold(&hold.Pod{Key: p.name, Name: p.name, Request: d.placed, Reason: d.reason,
+		Priority: p.priority, Created: p.created, Obj: p}, s.now)
+}
+
+// dropPending stops p being held (admitted, or withdrawn by a release).
+func (s *sim) dropPending(p *pendingPod) {
+	delete(s.pendingByName, p.name)
+	s.book.Remove(p.name)
+}
+
+// freed is what a line freed, for the let-in after it: the charge a
+// release gave back, or everything (a config or capacity line).
+type freed struct {
+	all bool
+	// released is the charge a release gave back; sharesBefore the shares
+	// before it (nil when no pod was held).
+	released     *ugm.Request
+	sharesBefore *shares.Table
+}
+
+// letInAfter lets in the held pods what f freed may admit, as the plugin
+// does after the same event: after a config or capacity line every held
+// pod (hold.Book.All); after a release those its room may admit
+// (hold.Book.Released: its user, groups, queues and application, at most
+// letInWindow pods of each), and then, when the release changed a runtime
+// share, the pods held by a share (the plugin's recompute lets them in).
+func (s *sim) letInAfter(f *freed) error {
+	if s.book.Len() == 0 {
+		return nil
+	}
+	order := queueOrder{s}
+	if f.all {
+		// Ordered by the queue each pod was held in (a config line places
+		// them again only when they are tried), as in the plugin.
+		return s.letIn(s.book.All(order))
+	}
+	if err := s.letIn(s.book.Released(f.released, letInWindow, order)); err != nil {
+		return err
+	}
+	if f.sharesBefore == nil || s.book.Kinds()[hold.KindShare] == 0 || !runtimesChanged(f.sharesBefore, s.computeShares(nil)) {
+		return nil
+	}
+	var byShare []*hold.Pod
+	for _, p := range s.book.All(order) {
+		if hold.KindOf(p.Reason) == hold.KindShare {
+			byShare = append(byShare, p)
+		}
+	}
+	return s.letIn(byShare)
+}
+
+// letIn tries the held pods cands in order, as the plugin's letIn: each
+// that fits now (and takes no starving pod's room) is admitted and prints
+// its allow line; one that does not stays held with its new reason,
+// without blocking those behind it. When a pod let in had kept its room
+// (a starving pod), the pods held behind it are tried next.
+func (s *sim) letIn(cands []*hold.Pod) error {
+	var opened []*hold.Pod
+	for _, c := range cands {
+		p, _ := c.Obj.(*pendingPod)
+		if p == nil || s.book.Get(c.Key) == nil {
+			continue
+		}
+		d := s.try(p)
+		if d.result == refusedPod {
+			s.hold(p, d)
+			continue
+		}
+		// Admitted (or, which cannot happen, live already).
+		s.dropPending(p)
+		if err := s.enc.Encode(d.out); err != nil {
+			return err
+		}
+		if hold.KindOf(c.Reason) != hold.KindBehind {
+			opened = append(opened, c)
+		}
+	}
+	for _, c := range opened {
+		if behind := s.behind(c); len(behind) > 0 {
+			if err := s.letIn(behind); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// behind returns the pods held behind p (a *hold.BehindError naming p),
+// in let-in order.
+func (s *sim) behind(p *hold.Pod) []*hold.Pod {
+	var out []*hold.Pod
+	for _, b := range s.book.Blocked(p, letInWindow, queueOrder{s}) {
+		if e, ok := b.Reason.(*hold.BehindError); ok && e.Pod.Key == p.Key {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// refreshPending places every held pod again after a config line, so that
+// their demand counts where the new config puts them from the first
+// recompute on.
+func (s *sim) refreshPending() {
+	for _, p := range s.pendingByName {
+		req := p.req
+		placed, err := s.place(&req, p.line)
+		p.queue = ""
+		if err == nil {
+			p.queue = placed.Queue
+		}
+	}
+}
+
+// pendingNames lists the held pods in trace order, for the snapshot; nil
+// without Options.Requeue.
+func (s *sim) pendingNames() *[]string {
+	if !s.opts.Requeue {
+		return nil
+	}
+	held := make([]*pendingPod, 0, len(s.pendingByName))
+	for _, p := range s.pendingByName {
+		held = append(held, p)
+	}
+	slices.SortFunc(held, func(a, b *pendingPod) int { return a.created.Compare(b.created) })
+	names := make([]string, 0, len(held))
+	for _, p := range held {
+		names = append(names, p.name)
+	}
+	return &names
+}
+
+// queueOrder is how the config in force orders a leaf queue's applications
+// (hold.Order), as the plugin's: the queue's application.sort.policy, and
+// for fair each application's share of its queue's limits (ugm's AppShare).
+type queueOrder struct{ s *sim }
+
+// Fair reports whether queue's application.sort.policy is fair.
+func (o queueOrder) Fair(queue string) bool {
+	return queueconfig.AppSortPolicy(o.s.partition, queue) == queueconfig.AppSortFair
+}
+
+// Usage is app's dominant share of its queue's limits.
+func (o queueOrder) Usage(app ugm.AppKey, _ string) float64 {
+	return o.s.ledger.Manager().AppShare(app)
+}
+
+// runtimesChanged reports whether any queue's runtime share differs
+// between two share tables: the plugin lets in the pods held by a share
+// only then.
+func runtimesChanged(old, t *shares.Table) bool {
+	if old == nil || len(old.All()) != len(t.All()) {
+		return true
+	}
+	for i, s := range t.All() {
+		o := old.All()[i]
+		if o.Path != s.Path || !slices.Equal(o.Runtime, s.Runtime) {
+			return true
+		}
+	}
+	return false
+}
