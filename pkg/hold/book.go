@@ -43,7 +43,8 @@ type Order interface {
 }
 
 // Book is the held pods, indexed by what holds them and ordered for
-// letting in: priority (highest first), then age (oldest first), then key.
+// letting in: priority (highest first), then age (oldest first: creation,
+// then when first held), then key.
 type Book struct {
 	pods    map[string]*Pod
 	byBlock map[block]*btree.BTreeG[*Pod]
@@ -59,13 +60,17 @@ func NewBook(starvation time.Duration) *Book {
 	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*btree.BTreeG[*Pod]{}, kinds: map[Kind]int{}, starvation: starvation}
 }
 
-// inOrder is the book's order: priority, then age, then key.
+// inOrder is the book's order: priority, then age (creation, which
+// Kubernetes keeps to the second; then when first held), then key.
 func inOrder(a, b *Pod) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
 	}
 	if !a.Created.Equal(b.Created) {
 		return a.Created.Before(b.Created)
+	}
+	if !a.Since.Equal(b.Since) {
+		return a.Since.Before(b.Since)
 	}
 	return a.Key < b.Key
 }
@@ -235,7 +240,7 @@ func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, no
 		return nil
 	}
 	cutoff := now.Add(-b.starvation)
-	me := &Pod{Key: key, Priority: priority, Created: created}
+	me := &Pod{Key: key, Priority: priority, Created: created, Since: now}
 	for _, k := range touched(req) {
 		t := b.byBlock[k]
 		if t == nil {

@@ -340,3 +340,14 @@ func (m *Manager) AdmittedKeys() []string {
 	}
 	return out
 }
+
+// UnadmitAll drops every admission: room held under one config would
+// otherwise keep older pods out under a stricter one (the pods go through
+// their scheduling cycle without room, where PreFilter decides).
+func (m *Manager) UnadmitAll() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.adm.byKey)
+	m.adm = newAdmissions()
+	return n
+}

@@ -197,3 +197,20 @@ func TestAdmissionsConcurrent(t *testing.T) {
 		t.Errorf("applications left running (-want,+got):\n%s", diff)
 	}
 }
+
+// TestUnadmitAll: a config change drops every admission; the usage stays.
+func TestUnadmitAll(t *testing.T) {
+	m := New()
+	m.SetConfig(queueconfigtest.MustPartition(t, admitConfig))
+	for i := 0; i < 2; i++ {
+		if err := m.Admit(fmt.Sprint("p", i), req("sue", nil, "root.a", "app", res(t, "cpu", "1"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.UnadmitAll(); n != 2 || !m.adm.none() || m.AdmittedCount() != 0 {
+		t.Fatalf("UnadmitAll = %d, %d left", n, m.AdmittedCount())
+	}
+	if err := m.Admit("p9", req("sue", nil, "root.a", "app", res(t, "cpu", "2"))); err != nil {
+		t.Errorf("room left after UnadmitAll: %v", err)
+	}
+}

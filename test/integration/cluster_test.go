@@ -70,7 +70,14 @@ func newCluster(t *testing.T, nodes int, apiserverFlags ...string) *cluster {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < nodes; i++ {
+	c.addNodes(0, nodes)
+	return c
+}
+
+// addNodes creates n nodes of 32 cpu from node-<first> on.
+func (c *cluster) addNodes(first, n int) {
+	c.t.Helper()
+	for i := first; i < first+n; i++ {
 		node := &v1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
 			Status: v1.NodeStatus{
@@ -79,11 +86,10 @@ func newCluster(t *testing.T, nodes int, apiserverFlags ...string) *cluster {
 				Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
 			},
 		}
-		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		if _, err := c.client.CoreV1().Nodes().Create(c.ctx, node, metav1.CreateOptions{}); err != nil {
+			c.t.Fatal(err)
 		}
 	}
-	return c
 }
 
 // setQueueConfig creates or updates the ConfigMap the plugin reads, in the

@@ -98,7 +98,7 @@ func (pl *Plugin) refuse(code fwk.Code, logger klog.Logger, pod *v1.Pod, req *ug
 	pl.dropRoom(logger, pod.UID)
 	if pl.held.freed() != frees {
 		if p := pl.held.get(pod.UID); p != nil {
-			pl.letIn(logger, []*hold.Pod{p})
+			pl.letIn(logger, []*hold.Pod{p}, false)
 		}
 	}
 	return fwk.NewStatus(code, err.Error())

@@ -87,7 +87,12 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 		return
 	}
 	metrics.RecordConfigReload(metrics.ResultApplied)
-	// Shares follow the new config before the refused pods are retried.
+	// Room admitted under the old config goes: it would keep older pods
+	// out under a stricter one (docs/design.md, "Hold and let in").
+	if n := pl.ugm.UnadmitAll(); n > 0 {
+		logger.V(2).Info("Queue config changed: room held for admitted pods dropped", "pods", n)
+	}
+	// Shares follow the new config before the held pods are retried.
 	pl.elastic.configChanged(logger)
 	logger.Info("Queue config in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion, "checksum", cfg.Checksum[:12])
 	for _, n := range cfg.Notices {

@@ -25,13 +25,20 @@ func podPriority(pod *v1.Pod) int32 { return corev1helpers.PodPriority(pod) }
 // admitPod decides whether pod may pass the queue's door now. nil: it
 // holds room (ugm.Admit), or goes through the cycle without room because
 // only reclaim can make room for it (PostFilter); else the reason it is
-// held, with its request when it could be placed.
-func (pl *Plugin) admitPod(pod *v1.Pod) (*ugm.Request, error) {
+// held, with its request when it could be placed. placed is the pod's
+// request as placed under the config in force, when known (a held pod
+// after a release: only a config change moves a pod); nil places it.
+func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, error) {
 	key := string(pod.UID)
 	if pl.ugm.Admitted(key) {
 		return nil, nil
 	}
-	d := pl.ugm.Decide(key, pl.placer(pod), true)
+	place := pl.placer(pod)
+	if placed != nil {
+		req := *placed
+		place = func(*ugm.InForce, ugm.Queues) (ugm.Request, error) { return req, nil }
+	}
+	d := pl.ugm.Decide(key, place, true)
 	switch {
 	case d.Err != nil && len(d.Blocked) > 0:
 		// Within its own queue's share; queues above it lent their room
@@ -90,8 +97,9 @@ func sameLimit(a, b error) bool {
 
 // letIn tries the held pods cands in order: each that fits now gets room
 // and goes to the active queue; one that does not stays held (with its
-// new reason) without blocking those behind it.
-func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod) {
+// new reason) without blocking those behind it. replace: place each again
+// (a config change); else the request it was held with stands.
+func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 	var in, recent map[string]*v1.Pod
 	var opened []*hold.Pod
 	for _, c := range cands {
@@ -99,7 +107,11 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod) {
 		if !ok {
 			continue
 		}
-		req, reason := pl.admitPod(pod)
+		placed := c.Request
+		if replace {
+			placed = nil
+		}
+		req, reason := pl.admitPod(pod, placed)
 		if reason != nil {
 			if pl.held.get(pod.UID) != nil {
 				pl.holdPod(pod, req, reason, false)
@@ -134,7 +146,7 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod) {
 	// Pods held behind a starving pod that was let in may go now.
 	for _, c := range opened {
 		if behind := pl.behind(c); len(behind) > 0 {
-			pl.letIn(logger, behind)
+			pl.letIn(logger, behind, false)
 		}
 	}
 }
@@ -154,27 +166,33 @@ func (pl *Plugin) behind(p *hold.Pod) []*hold.Pod {
 // it after the release is done.
 func (pl *Plugin) onRelease(logger klog.Logger, released ugm.Request) {
 	pl.held.freedNow()
-	pl.letIn(logger, pl.held.released(&released, queueOrder{pl.ugm}))
+	pl.letIn(logger, pl.held.released(&released, queueOrder{pl.ugm}), false)
 }
 
 // onConfigChange lets in every held pod a new config may admit (any).
 func (pl *Plugin) onConfigChange(logger klog.Logger) {
 	pl.held.freedNow()
-	pl.letIn(logger, pl.held.all(queueOrder{pl.ugm}))
+	pl.letIn(logger, pl.held.all(queueOrder{pl.ugm}), true)
 }
 
 // onSharesChange lets in the pods held by a runtime share.
 func (pl *Plugin) onSharesChange(logger klog.Logger) {
 	pl.held.freedNow()
-	pl.letIn(logger, pl.held.of(hold.KindShare, queueOrder{pl.ugm}))
+	pl.letIn(logger, pl.held.of(hold.KindShare, queueOrder{pl.ugm}), false)
 }
 
 // forgetPod drops what is held for a pod that is gone or bound: its
 // room, its hold and its wanted status.
 func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
 	pl.dropRoom(logger, uid)
-	pl.held.forget(uid)
+	entry, _ := pl.held.forget(uid)
 	pl.status.forget(uid)
+	if entry != nil {
+		// Pods held behind it (starvation) need not wait any more.
+		if behind := pl.behind(entry); len(behind) > 0 {
+			pl.letIn(logger, behind, false)
+		}
+	}
 }
 
 // dropRoom drops the room held for a pod (its admission), and lets in the

@@ -83,9 +83,10 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 		pl.status.recheck(pod)
 		return
 	}
-	// Bound: whatever was held for it is its charge now.
+	// Bound: whatever was held for it is its charge now; a status that
+	// said it was held says it was admitted.
 	pl.held.forget(pod.UID)
-	pl.status.forget(pod.UID)
+	pl.status.admitted(pod)
 	pl.reclaim.forget(pod.UID)
 	if pl.finished(pod) {
 		pl.release(logger, pod)

@@ -28,7 +28,7 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if pl.held.starting(pod) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "UserQuota is accounting the pods already running (start-up)")
 	}
-	req, reason := pl.admitPod(pod)
+	req, reason := pl.admitPod(pod, nil)
 	if reason == nil && pl.gone(pod) {
 		// Deleted meanwhile: its delete may have been handled before the
 		// admission. The let-in of the room goes off the queue's lock

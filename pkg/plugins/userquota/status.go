@@ -216,7 +216,8 @@ func (w *statusWriter) write(ctx context.Context, logger klog.Logger, uid types.
 		return nil
 	}
 	pod, err := w.pods.Pods(copied.namespace).Get(copied.name)
-	if apierrors.IsNotFound(err) || err == nil && (pod.UID != uid || pod.Spec.NodeName != "") {
+	if apierrors.IsNotFound(err) || err == nil && (pod.UID != uid || copied.held && pod.Spec.NodeName != "") {
+		// Gone, or bound while a hold was still to be written.
 		w.forget(uid)
 		return nil
 	}

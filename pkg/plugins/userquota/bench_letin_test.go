@@ -1,0 +1,111 @@
+package userquota
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// letInConfig: every user may run 1 cpu in root.q.
+const letInConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: q
+      limits:
+      - limit: one each
+        users: ["*"]
+        maxresources: {vcore: 1}
+`
+
+// BenchmarkLetIn measures one release and the let-in it causes with
+// 10 held pods per user (each user at its limit): the held pods of the
+// user whose pod was released are tried, one is let in (room held,
+// activated), the others stay held. Run with held pods of 1,000 and of
+// 10,000 users: the cost must not grow with the pods held on other users.
+//
+//	go test -run='^$' -bench=LetIn -benchmem ./pkg/plugins/userquota
+func BenchmarkLetIn(b *testing.B) {
+	for _, users := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("held=%d", users*10), func(b *testing.B) { benchLetIn(b, users, 10) })
+	}
+}
+
+func benchLetIn(b *testing.B, users, perUser int) {
+	m := ugm.New()
+	m.SetConfig(queueconfigtest.MustPartition(b, letInConfig))
+	args := Args{}
+	args.SetDefaults()
+	activated := 0
+	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m),
+		held:   newHolds(clock.RealClock{}, func(_ klog.Logger, pods map[string]*v1.Pod) { activated += len(pods) }, 0),
+		status: newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
+	}
+	pl.elastic = newElasticQuotas(m, clock.RealClock{})
+	logger := klog.Background()
+	type user struct {
+		running *v1.Pod
+		req     ugm.Request
+		held    []*v1.Pod
+	}
+	all := make([]user, users)
+	for u := range all {
+		name := fmt.Sprintf("u%05d", u)
+		run := userPod(name+"-run", name, "", "root.q", "1")
+		req, err := pl.podRequest(run, m.InForce().Partition, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pl.ledger.Allocate(string(run.UID), req); err != nil {
+			b.Fatal(err)
+		}
+		all[u] = user{running: run, req: req}
+		for k := 0; k < perUser; k++ {
+			p := userPod(fmt.Sprintf("%s-%d", name, k), name, "", "root.q", "1")
+			d := m.Decide(string(p.UID), pl.placer(p), false)
+			if d.Err == nil {
+				b.Fatalf("%s fits", p.Name)
+			}
+			pl.holdPod(p, &d.Request, d.Err, false)
+			all[u].held = append(all[u].held, p)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		u := &all[i%users]
+		c, ok, err := pl.ledger.Release(string(u.running.UID))
+		if !ok || err != nil {
+			b.Fatalf("release: %v %v", ok, err)
+		}
+		pl.onRelease(logger, c.Request)
+		b.StopTimer()
+		// Put it back: the let-in pod goes, the running pod runs again.
+		in := u.held[0]
+		if !m.Admitted(string(in.UID)) {
+			b.Fatalf("%s not let in", in.Name)
+		}
+		m.Unadmit(string(in.UID))
+		if err := pl.ledger.Allocate(string(u.running.UID), u.req); err != nil {
+			b.Fatal(err)
+		}
+		d := m.Decide(string(in.UID), pl.placer(in), false)
+		pl.holdPod(in, &d.Request, d.Err, false)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	if activated != b.N {
+		b.Fatalf("%d pods let in for %d releases", activated, b.N)
+	}
+}
