@@ -85,32 +85,41 @@ DOCKER ?= docker
 image: ## build the container image IMAGE (needs Docker; not run in CI)
 	$(DOCKER) build -t $(IMAGE) .
 
-# Scheduling throughput with and without UserQuota, and recovery
-# (docs/throughput.md). The full run is not part of `make test` (17-21
-# minutes on 2 cores); its 100-node smoke is. The harness (test/perf) runs etcd and a
+# Scheduling throughput with and without UserQuota, a backlog of pods held
+# for quota against the framework's floor (gated pods), and recovery
+# (docs/throughput.md). The full run is not part of `make test` (about an
+# hour on 2 cores); its 100-node smoke is. The harness (test/perf) runs etcd and a
 # kube-apiserver in its test process and bin/userquota-scheduler as a
-# subprocess; the tables (throughput.md, recovery.md), the raw samples
-# (.json) and the scheduler's /metrics of every run go to BENCH_OUT.
-# Throughput and recovery run in separate processes (each its own etcd),
-# so the 100k recovery pods never sit under the throughput runs.
+# subprocess; the tables (throughput.md, backlog.md, recovery.md), the raw
+# samples (.json) and the scheduler's /metrics of every run go to BENCH_OUT.
+# Throughput, backlog and recovery run in separate processes (each its own
+# etcd), so the 50k backlog and 100k recovery pods never sit under the
+# throughput runs.
 BENCH_OUT  ?= _output/bench
 BENCH_RUNS ?= 5
+# TestBacklog: runs of its three cases (backlog, floor, floor-control).
+BACKLOG_RUNS ?= 3
 PERF_BIN    = -perf -scheduler=$(abspath $(BIN))/userquota-scheduler
 
 .PHONY: bench-scheduler bench-scheduler-smoke
 
-bench-scheduler: build ## throughput (1000 nodes, 10000 pods, 3 cases x BENCH_RUNS) and recovery (100k pods) into BENCH_OUT (~20 min)
+bench-scheduler: build ## throughput (1000 nodes, 10000 pods, 4 cases incl. the A/A control x BENCH_RUNS), backlog (50000 pods, 40000 held, vs the floor x BACKLOG_RUNS) and recovery (100k pods) into BENCH_OUT (~1 h)
 	mkdir -p $(BENCH_OUT)
 	$(GO) test -run='^$$' -bench=Recovery -benchtime=3x -count=1 ./pkg/plugins/userquota > $(BENCH_OUT)/recovery-go.txt 2>&1; \
 	  status=$$?; grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|FAIL)' $(BENCH_OUT)/recovery-go.txt; exit $$status
 	cd test/perf && $(GO) test -count=1 -timeout=3h -run='^TestThroughput$$' -args $(PERF_BIN) \
-	  -out=$(abspath $(BENCH_OUT)) -nodes=1000 -pods=10000 -users=1000 -queues=100 -runs=$(BENCH_RUNS)
+	  -out=$(abspath $(BENCH_OUT)) -nodes=1000 -pods=10000 -users=1000 -queues=100 -runs=$(BENCH_RUNS) \
+	  -case=baseline,userquota,refused,control
+	cd test/perf && $(GO) test -count=1 -timeout=3h -run='^TestBacklog$$' -args $(PERF_BIN) \
+	  -out=$(abspath $(BENCH_OUT)) -nodes=1000 -backlog-pods=50000 -backlog-held=0.8 -users=1000 -queues=100 \
+	  -runs=$(BACKLOG_RUNS) -case=backlog,floor,floor-control
 	cd test/perf && $(GO) test -count=1 -timeout=1h -run='^TestRecovery$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(BENCH_OUT)) -nodes=1000 -users=1000 -queues=100 -recovery-pods=100000 -recovery-runs=3
 
-bench-scheduler-smoke: build ## the benchmark harness on 100 nodes, 1000 pods, one run per case, 2000-pod recovery (CI smoke, no timing assertion)
-	cd test/perf && $(GO) test -count=1 -timeout=10m -run='^(TestWorkload|TestThroughput|TestRecovery)$$' -args $(PERF_BIN) \
+bench-scheduler-smoke: build ## the benchmark harness on 100 nodes: throughput (1000 pods, 3 cases), backlog and floor (1000 pods, 800 held), 2000-pod recovery, one run each (CI smoke, no timing assertion)
+	cd test/perf && $(GO) test -count=1 -timeout=10m -run='^(TestWorkload|TestThroughput|TestBacklog|TestRecovery)$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(BENCH_OUT))-smoke -nodes=100 -pods=1000 -users=100 -queues=10 -runs=1 -warmup=false \
+	  -case=baseline,userquota,refused,backlog,floor -backlog-pods=1000 -backlog-held=0.8 \
 	  -recovery-pods=2000 -recovery-runs=1
 
 # Soak (docs/reliability.md): the local control plane and two scheduler

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,15 +121,16 @@ func (c *cluster) setQueueConfig(yaml string) {
 	}
 }
 
-// createPods creates pods 0..n-1 of the workload (bound to a node when
-// bind is set) and returns how long it took.
-func (c *cluster) createPods(w workload, n int, bind func(i int) string) time.Duration {
+// createPods creates pods 0..n-1 of the workload, each changed by edit
+// first when it is set (bound to a node, gated), and returns how long it
+// took.
+func (c *cluster) createPods(w workload, n int, edit func(i int, pod *v1.Pod)) time.Duration {
 	c.t.Helper()
 	start := time.Now()
 	err := c.parallel(n, func(i int) error {
 		pod := w.pod(i)
-		if bind != nil {
-			pod.Spec.NodeName = bind(i)
+		if edit != nil {
+			edit(i, pod)
 		}
 		_, err := c.client.CoreV1().Pods(podNamespace).Create(c.ctx, pod, metav1.CreateOptions{})
 		return err
@@ -203,6 +205,16 @@ func (w workload) pod(i int) *v1.Pod {
 	}
 }
 
+// podIndex returns i of a pod named by pod(i).
+func podIndex(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "pod-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil
+}
+
 // atLimit reports whether user u is one of the users at a limit: every
 // (1/fraction)-th user, so they are spread over queues and groups.
 func atLimit(u int, fraction float64) bool {
@@ -242,6 +254,22 @@ func (w workload) expectRefused(n int, fraction float64) int {
 // leaf queue of half of their pods (pods: k/2), so the other half is
 // refused.
 func (w workload) queueConfig(n int, fraction float64) string {
+	return w.queueConfigWith(func(u int) (int, bool) {
+		return w.podsOf(u, n) / 2, atLimit(u, fraction)
+	})
+}
+
+// backlogConfig is the backlog case's queue config: queueConfig's loose
+// limits, and for every user a named limit of as many pods as it has
+// among the first admitted of n (pods 0..admitted-1, round robin over the
+// users), so that exactly admitted pods fit and the rest are held.
+func (w workload) backlogConfig(admitted int) string {
+	return w.queueConfigWith(func(u int) (int, bool) { return w.podsOf(u, admitted), true })
+}
+
+// queueConfigWith renders the loose config of queueConfig with a named
+// pods limit on their leaf for the users limit says (pods, true) for.
+func (w workload) queueConfigWith(limit func(u int) (pods int, ok bool)) string {
 	var b strings.Builder
 	b.WriteString("partitions:\n- name: default\n  queues:\n  - name: root\n    limits:\n")
 	b.WriteString("    - limit: every group\n      groups: [")
@@ -259,8 +287,10 @@ func (w workload) queueConfig(n int, fraction float64) string {
 		// Named limits for the users at a limit, grouped by their size.
 		bySize := map[int][]string{}
 		for u := 0; u < w.users; u++ {
-			if u*w.queues/w.users == q && atLimit(u, fraction) {
-				k := w.podsOf(u, n) / 2
+			if u*w.queues/w.users != q {
+				continue
+			}
+			if k, ok := limit(u); ok {
 				bySize[k] = append(bySize[k], fmt.Sprintf("%q", w.user(u)))
 			}
 		}

@@ -11,10 +11,15 @@
 // PreFilter and Reserve, every pod admitted; refused: UserQuota with a
 // fraction of the users at a limit that admits half of their pods)
 // interleaved, in a rotated order per run, with the same binary and
-// settings. TestRecovery measures the time from scheduler start to its
-// first decision with many bound pods in the API server.
+// settings. TestBacklog measures a deep backlog of pods held for quota
+// (backlog: UserQuota holds most of the pods at PreEnqueue for the whole
+// run) against the framework's floor (floor: the same pods, those parked
+// by a plain spec.schedulingGates entry, without UserQuota): pods/s and
+// scheduler CPU per bound pod, API writes, memory per held pod.
+// TestRecovery measures the time from scheduler start to its first
+// decision with many bound pods in the API server.
 //
-// Both are skipped unless -perf is given; `make bench-scheduler` and
+// All are skipped unless -perf is given; `make bench-scheduler` and
 // `make bench-scheduler-smoke` run them. docs/throughput.md has the
 // numbers and the commands.
 package perf
@@ -42,16 +47,19 @@ var (
 	queuesFlag   = flag.Int("queues", 100, "leaf queues under root; users are spread evenly over them")
 	groupsFlag   = flag.Int("groups", 20, "groups (each user is in one)")
 	runsFlag     = flag.Int("runs", 3, "runs of every case, interleaved")
-	casesFlag    = flag.String("case", "baseline,userquota,refused", "cases to run, comma separated: baseline, userquota, refused, control (the baseline again, for an A/A comparison)")
+	casesFlag    = flag.String("case", "", "cases to run, comma separated; each test runs those of its own: TestThroughput baseline, userquota, refused, control (the baseline again, an A/A comparison), default "+defaultThroughputCases+"; TestBacklog backlog, floor, floor-control (the floor again), default "+defaultBacklogCases)
 	atLimitFlag  = flag.Float64("at-limit", 0.2, "refused case: the fraction of users whose limit admits half of their pods")
 	qpsFlag      = flag.Int("qps", 5000, "scheduler client QPS and burst (raised so the API server is the ceiling, not the client limiter)")
 	verbosity    = flag.Int("v-scheduler", 2, "scheduler log verbosity (the production Deployment runs --v=2)")
 	runTimeout   = flag.Duration("run-timeout", 15*time.Minute, "how long one run may take to decide every pod")
+	backlogPods  = flag.Int("backlog-pods", 50000, "TestBacklog: pods per run, of which -backlog-held are held for the whole run")
+	backlogHeld  = flag.Float64("backlog-held", 0.8, "TestBacklog: the fraction of -backlog-pods held (over quota in backlog, gated in floor)")
+	statusQPS    = flag.Int("status-qps", 5000, "TestBacklog, backlog case: UserQuota's statusQPS and statusBurst (its own client for held pods' status and events), raised as -qps is so that the holds' writes finish within the run (at the plugin's default 20/s, 40,000 holds take over an hour); 0: the plugin's defaults (20 and 50)")
 	recoveryPods = flag.Int("recovery-pods", 100000, "TestRecovery: bound pods in the API server when the scheduler starts (0 skips)")
 	recoveryRuns = flag.Int("recovery-runs", 2, "TestRecovery: starts of each profile, interleaved")
 	outDir       = flag.String("out", "", "directory for the report (throughput.md/.json, recovery.md/.json, the scheduler's /metrics of every run); empty: stdout only")
-	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput: capture a CPU profile of the scheduler for this long from its first binding, into -out/pprof/ (0: none)")
-	warmup       = flag.Bool("warmup", true, "TestThroughput: one unreported baseline run first (the API server's start-up work settles)")
+	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput, TestBacklog: capture a CPU profile of the scheduler for this long from its first binding, into -out/pprof/ (0: none)")
+	warmup       = flag.Bool("warmup", true, "TestThroughput, TestBacklog: one unreported run first (baseline; floor), so the API server's start-up work settles")
 )
 
 func TestMain(m *testing.M) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -44,7 +45,7 @@ func TestRecovery(t *testing.T) {
 	c := newCluster(t, "perf-recovery", nodes)
 	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag}
 	c.setQueueConfig(w.queueConfig(n, 0))
-	created := c.createPods(w, n, func(i int) string { return fmt.Sprintf("node-%04d", i%nodes) })
+	created := c.createPods(w, n, func(i int, pod *v1.Pod) { pod.Spec.NodeName = fmt.Sprintf("node-%04d", i%nodes) })
 	serverRSS := procRSS(os.Getpid())
 	fmt.Printf("created %d bound pods in %.1fs (%.0f pods/s); API server+etcd process RSS %.0f MiB\n", n, created.Seconds(), float64(n)/created.Seconds(), serverRSS/(1<<20))
 	env := describeMachine()

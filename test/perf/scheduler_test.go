@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
@@ -44,6 +46,38 @@ func schedulerConfig(kubeconfig string, p profile, qps int) []byte {
 			"restAddress":         "",
 			"leaderElectionLease": "",
 		}}.YAML()
+}
+
+// withPluginArgs sets UserQuota args of a numeric or other non-string type
+// in a scheduler config (controlplane.SchedulerConfig renders its args as
+// strings, which the plugin's strict decoding takes only for string
+// fields).
+func withPluginArgs(cfg []byte, args map[string]any) ([]byte, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal(cfg, &m); err != nil {
+		return nil, err
+	}
+	profiles, _ := m["profiles"].([]any)
+	for _, p := range profiles {
+		pm, _ := p.(map[string]any)
+		pcs, _ := pm["pluginConfig"].([]any)
+		for _, pc := range pcs {
+			pcm, _ := pc.(map[string]any)
+			if pcm["name"] != "UserQuota" {
+				continue
+			}
+			a, _ := pcm["args"].(map[string]any)
+			if a == nil {
+				a = map[string]any{}
+				pcm["args"] = a
+			}
+			for k, v := range args {
+				a[k] = v
+			}
+			return yaml.Marshal(m)
+		}
+	}
+	return nil, fmt.Errorf("scheduler config: no pluginConfig for UserQuota")
 }
 
 // binary is the copy of -scheduler every run executes, made at first use:
@@ -86,9 +120,23 @@ type schedulerProcess struct {
 // through the API server with the harness's own token.
 func (c *cluster) startScheduler(p profile, dir string) *schedulerProcess {
 	c.t.Helper()
+	return c.startSchedulerWith(p, dir, nil)
+}
+
+// startSchedulerWith is startScheduler with more UserQuota args (numbers
+// allowed).
+func (c *cluster) startSchedulerWith(p profile, dir string, args map[string]any) *schedulerProcess {
+	c.t.Helper()
+	cfg := schedulerConfig(c.kubeconfig, p, *qpsFlag)
+	if len(args) > 0 {
+		var err error
+		if cfg, err = withPluginArgs(cfg, args); err != nil {
+			c.t.Fatal(err)
+		}
+	}
 	sched, err := controlplane.NewScheduler(controlplane.SchedulerOptions{
 		Name: "scheduler", Binary: binaryCopy(c.t), LogDir: dir, Verbosity: *verbosity,
-		Config: schedulerConfig(c.kubeconfig, p, *qpsFlag), ConfigFile: filepath.Join(dir, "scheduler-config.yaml"),
+		Config: cfg, ConfigFile: filepath.Join(dir, "scheduler-config.yaml"),
 		Kubeconfig: c.kubeconfig,
 	})
 	if err != nil {
@@ -145,14 +193,21 @@ func selfCPU() float64 {
 // rssBytes returns the process's resident set size.
 func (s *schedulerProcess) rssBytes() float64 { return procRSS(s.Pid()) }
 
+// peakRSSBytes returns the process's peak resident set size so far.
+func (s *schedulerProcess) peakRSSBytes() float64 { return procStatusBytes(s.Pid(), "VmHWM:") }
+
 // procRSS returns a process's resident set size from /proc.
-func procRSS(pid int) float64 {
+func procRSS(pid int) float64 { return procStatusBytes(pid, "VmRSS:") }
+
+// procStatusBytes returns a size in kB of /proc/PID/status (VmRSS:,
+// VmHWM: the peak RSS) in bytes.
+func procStatusBytes(pid int, key string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return math.NaN()
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
+		if strings.HasPrefix(l, key) {
 			f := strings.Fields(l)
 			if len(f) >= 2 {
 				kb, _ := strconv.ParseFloat(f[1], 64)

@@ -17,29 +17,70 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// A case of TestThroughput.
+// A case of TestThroughput or TestBacklog.
 type perfCase struct {
 	name     string
 	profile  profile
 	fraction float64 // users at a limit
+	// backlog: a case of TestBacklog (the backlog workload); gated: its
+	// held pods are parked by spec.schedulingGates (the floor), not by
+	// quota.
+	backlog, gated bool
 }
 
-func cases(t *testing.T) []perfCase {
-	all := map[string]perfCase{
-		"baseline":  {name: "baseline", profile: baseline},
-		"userquota": {name: "userquota", profile: withQuota},
-		"refused":   {name: "refused", profile: withQuota, fraction: *atLimitFlag},
-		// control is the baseline again: its ratio to baseline (an A/A
-		// comparison) shows how much two identical cases differ here.
-		"control": {name: "control", profile: baseline},
+// The cases each test runs when -case is not given.
+const (
+	defaultThroughputCases = "baseline,userquota,refused"
+	defaultBacklogCases    = "backlog,floor,floor-control"
+)
+
+var allCases = map[string]perfCase{
+	"baseline":  {name: "baseline", profile: baseline},
+	"userquota": {name: "userquota", profile: withQuota},
+	// refused: -at-limit of the users at a limit (set in cases, after
+	// the flags are parsed).
+	"refused": {name: "refused", profile: withQuota},
+	// control is the baseline again: its ratio to baseline (an A/A
+	// comparison) shows how much two identical cases differ here.
+	"control": {name: "control", profile: baseline},
+	// backlog: UserQuota holds the over-quota pods at PreEnqueue.
+	"backlog": {name: "backlog", profile: withQuota, backlog: true},
+	// floor: the framework's own cost of as many parked pods, without
+	// UserQuota; floor-control is the floor again (A/A).
+	"floor":         {name: "floor", profile: baseline, backlog: true, gated: true},
+	"floor-control": {name: "floor-control", profile: baseline, backlog: true, gated: true},
+}
+
+// cases returns the cases of -case that belong to the calling test
+// (TestBacklog's when backlog is set), in the order given, or the test's
+// default ones without -case. An unknown name fails; a -case without any
+// of the test's cases skips it.
+func cases(t *testing.T, backlog bool) []perfCase {
+	names, kind := *casesFlag, "TestThroughput"
+	if backlog {
+		kind = "TestBacklog"
+	}
+	if names == "" {
+		names = defaultThroughputCases
+		if backlog {
+			names = defaultBacklogCases
+		}
 	}
 	var out []perfCase
-	for _, n := range strings.Split(*casesFlag, ",") {
-		c, ok := all[strings.TrimSpace(n)]
+	for _, n := range strings.Split(names, ",") {
+		c, ok := allCases[strings.TrimSpace(n)]
 		if !ok {
-			t.Fatalf("-case: unknown case %q (baseline, userquota, refused, control)", n)
+			t.Fatalf("-case: unknown case %q (%s, %s)", n, defaultThroughputCases+",control", defaultBacklogCases)
 		}
-		out = append(out, c)
+		if c.name == "refused" {
+			c.fraction = *atLimitFlag
+		}
+		if c.backlog == backlog {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		t.Skipf("-case=%s has no case of %s", names, kind)
 	}
 	return out
 }
@@ -58,7 +99,7 @@ func TestThroughput(t *testing.T) {
 	if !*perfFlag {
 		t.Skip("run with -perf (make bench-scheduler)")
 	}
-	cs := cases(t)
+	cs := cases(t, false)
 	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag}
 	c := newCluster(t, "perf-throughput", *nodesFlag)
 	env := describeMachine()
@@ -146,8 +187,12 @@ type runMetrics struct {
 	LimiterWait histSummary `json:"clientLimiterWait"`
 	Refusals    float64     `json:"userquotaRefusals"`
 	Increases   float64     `json:"userquotaIncreases"`
-	HeapInuse   float64     `json:"heapInuseBytes"`
-	RSS         float64     `json:"rssBytes"`
+	// Holds: pods UserQuota held (or held by another limit) at PreEnqueue;
+	// StatusWrites: its status patches of held pods that succeeded.
+	Holds        float64 `json:"userquotaHolds"`
+	StatusWrites float64 `json:"userquotaStatusWrites"`
+	HeapInuse    float64 `json:"heapInuseBytes"`
+	RSS          float64 `json:"rssBytes"`
 }
 
 type histSummary struct {
@@ -301,53 +346,12 @@ func (c *cluster) runCase(t *testing.T, w workload, pc perfCase, run, order int)
 		t.Fatal(err)
 	}
 	s := c.startScheduler(pc.profile, dir)
-	var ticks []tick
-	sampleNow := func() tick {
+	profile := filepath.Join("pprof", fmt.Sprintf("run%d-%s.pb.gz", run, pc.name))
+	ticks, final, waitProfile := sampleRun(ctx, t, s, fmt.Sprintf("run %d %s", run, pc.name), profile, n, counter.done, func() (int, int) {
 		b, ref, _ := counter.counts()
-		cpu, _ := s.cpuSeconds()
-		return tick{at: time.Now(), bound: b, refused: ref, schedCPU: cpu, selfCPU: selfCPU()}
-	}
-	ticker := time.NewTicker(time.Second)
-	deadline := time.After(*runTimeout)
-	var final tick
-	profiling := make(chan struct{})
-	profileStarted := false
-	if *pprofFlag <= 0 || *outDir == "" {
-		close(profiling)
-		profileStarted = true
-	}
-loop:
-	for {
-		select {
-		case <-counter.done:
-			final = sampleNow()
-			break loop
-		case <-ticker.C:
-			tk := sampleNow()
-			ticks = append(ticks, tk)
-			if !profileStarted && tk.bound > 0 {
-				profileStarted = true
-				go func() {
-					defer close(profiling)
-					name := filepath.Join("pprof", fmt.Sprintf("run%d-%s.pb.gz", run, pc.name))
-					if err := s.cpuProfile(ctx, *pprofFlag, name); err != nil {
-						t.Logf("run %d %s: CPU profile: %v", run, pc.name, err)
-					}
-				}()
-			}
-			if !s.Running() {
-				t.Fatalf("run %d %s: scheduler exited: %v\n%s", run, pc.name, s.ExitStatus(), s.LogTail(40))
-			}
-		case <-deadline:
-			b, ref, _ := counter.counts()
-			t.Fatalf("run %d %s: after %s only %d pods bound and %d refused of %d\n%s", run, pc.name, *runTimeout, b, ref, n, s.LogTail(40))
-		}
-	}
-	ticker.Stop()
-	if !profileStarted {
-		close(profiling)
-	}
-	<-profiling
+		return b, ref
+	})
+	waitProfile()
 	r.SchedCPUTotal = final.schedCPU
 	_, _, first := counter.counts()
 	r.StartToFirstBind = first.Sub(s.StartedAt()).Seconds()
@@ -375,6 +379,58 @@ loop:
 	// the next run.
 	time.Sleep(2 * time.Second)
 	return r
+}
+
+// sampleRun samples a run once a second until done is closed: bound and
+// refused pods (counts), the scheduler's and this process's CPU; the last
+// sample is taken when done closes. With -pprof (and -out) it starts a CPU
+// profile of the scheduler, into profile under -out, at the first sample
+// that sees a bound pod; the returned func waits for it. It fails the test
+// if the scheduler exits, or after -run-timeout.
+func sampleRun(ctx context.Context, t *testing.T, s *schedulerProcess, label, profile string, total int, done <-chan struct{}, counts func() (bound, refused int)) ([]tick, tick, func()) {
+	t.Helper()
+	sampleNow := func() tick {
+		b, ref := counts()
+		cpu, _ := s.cpuSeconds()
+		return tick{at: time.Now(), bound: b, refused: ref, schedCPU: cpu, selfCPU: selfCPU()}
+	}
+	profiling := make(chan struct{})
+	profileStarted := *pprofFlag <= 0 || *outDir == ""
+	if profileStarted {
+		close(profiling)
+	}
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	deadline := time.After(*runTimeout)
+	var ticks []tick
+	for {
+		select {
+		case <-done:
+			final := sampleNow()
+			if !profileStarted {
+				close(profiling)
+			}
+			return ticks, final, func() { <-profiling }
+		case <-ticker.C:
+			tk := sampleNow()
+			ticks = append(ticks, tk)
+			if !profileStarted && tk.bound > 0 {
+				profileStarted = true
+				go func() {
+					defer close(profiling)
+					if err := s.cpuProfile(ctx, *pprofFlag, profile); err != nil {
+						t.Logf("%s: CPU profile: %v", label, err)
+					}
+				}()
+			}
+			if !s.Running() {
+				t.Fatalf("%s: scheduler exited: %v\n%s", label, s.ExitStatus(), s.LogTail(40))
+			}
+		case <-deadline:
+			b, ref := counts()
+			t.Fatalf("%s: after %s only %d pods bound and %d refused of %d\n%s", label, *runTimeout, b, ref, total, s.LogTail(40))
+		}
+	}
 }
 
 // analyze turns the ticks into scheduler_perf's samples: from the first
@@ -453,6 +509,8 @@ func extractMetrics(m metricSet) runMetrics {
 		LimiterWait:          summarize(m.histogram("rest_client_rate_limiter_duration_seconds", nil)),
 		Refusals:             m.sum("userquota_refusals_total", nil),
 		Increases:            m.sum("userquota_increases_total", nil),
+		Holds:                m.sum("userquota_holds_total", nil),
+		StatusWrites:         m.sum("userquota_status_writes_total", map[string]string{"result": "written"}),
 		HeapInuse:            m.sum("go_memstats_heap_inuse_bytes", nil),
 	}
 }

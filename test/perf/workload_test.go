@@ -13,27 +13,35 @@ import (
 // TestWorkload checks, without a cluster, that the generated queue configs
 // are valid and refuse exactly what the harness expects when the pods are
 // charged in order: nothing in the loose config, the second half of each
-// user-at-a-limit's pods in the refused one. It runs without -perf.
+// user-at-a-limit's pods in the refused one, every pod past the first
+// admitted in the backlog one. It runs without -perf.
 func TestWorkload(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
 		users, queues, pods  int
 		fraction             float64
+		admitted             int // > 0: the backlog config
 		wantRefused, wantApp int
 	}{
 		{name: "bench loose", users: 1000, queues: 100, pods: 10000, wantApp: 2000},
 		{name: "bench refused", users: 1000, queues: 100, pods: 10000, fraction: 0.2, wantRefused: 1000, wantApp: 2000},
 		{name: "smoke refused", users: 100, queues: 10, pods: 1000, fraction: 0.2, wantRefused: 100, wantApp: 200},
 		{name: "uneven", users: 7, queues: 3, pods: 25, fraction: 0.5, wantRefused: 8, wantApp: 14},
+		{name: "bench backlog", users: 1000, queues: 100, pods: 50000, admitted: 10000, wantRefused: 40000, wantApp: 2000},
+		{name: "smoke backlog", users: 100, queues: 10, pods: 1000, admitted: 200, wantRefused: 800, wantApp: 200},
+		{name: "uneven backlog", users: 7, queues: 3, pods: 25, admitted: 10, wantRefused: 15, wantApp: 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := workload{users: tc.users, queues: tc.queues, groups: 20}
-			if got := w.expectRefused(tc.pods, tc.fraction); got != tc.wantRefused {
+			text := w.queueConfig(tc.pods, tc.fraction)
+			if tc.admitted > 0 {
+				text = w.backlogConfig(tc.admitted)
+			} else if got := w.expectRefused(tc.pods, tc.fraction); got != tc.wantRefused {
 				t.Fatalf("expectRefused = %d, want %d", got, tc.wantRefused)
 			}
-			cfg, err := queueconfig.Parse([]byte(w.queueConfig(tc.pods, tc.fraction)))
+			cfg, err := queueconfig.Parse([]byte(text))
 			if err != nil {
-				t.Fatalf("generated config: %v\n%s", err, w.queueConfig(tc.pods, tc.fraction))
+				t.Fatalf("generated config: %v\n%s", err, text)
 			}
 			m := ugm.New()
 			m.SetConfig(cfg.Partition("default"))
@@ -47,6 +55,11 @@ func TestWorkload(t *testing.T) {
 						t.Fatalf("pod %d refused for something else than its pods limit: %v", i, err)
 					}
 					refused++
+					if tc.admitted > 0 && i < tc.admitted {
+						t.Fatalf("backlog: pod %d (of the first %d) refused: %v", i, tc.admitted, err)
+					}
+				} else if tc.admitted > 0 && i >= tc.admitted {
+					t.Fatalf("backlog: pod %d (past the first %d) admitted", i, tc.admitted)
 				}
 			}
 			if refused != tc.wantRefused || len(apps) != tc.wantApp {
