@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: against the cluster of a running `make run`, submits a small
 # workload as several users and prints what was scheduled and what was
-# refused, and why (pod phase and the PodScheduled condition).
+# held by quota, and why (pod phase and the PodScheduled condition).
 #
 #   hack/demo.sh           run it (re-creates namespace $DEMO_NAMESPACE)
 #   hack/demo.sh --clean   delete the namespace and stop
@@ -26,7 +26,7 @@ TIMEOUT="${DEMO_TIMEOUT:-30}"
 
 # The default workload, sized for examples/limits.yaml (limits on root:
 # sue 5 cpu; every other user 1 cpu; groups development/test 10 cpu each):
-# sue's third pod, alice's third and bob's second should be refused.
+# sue's third pod, alice's third and bob's second should be held by quota.
 default_workload='
 # user  groups        count  cpu   memory
 sue     dev           3      2     2Gi
@@ -124,7 +124,8 @@ awk -F'\t' '
   {
     verdict = "waiting (no scheduler verdict yet)"
     if ($5 != "") verdict = "scheduled"
-    else if ($6 == "False") verdict = "REFUSED (" $7 "): " $8
+    else if ($6 == "False" && $7 == "QuotaHeld") verdict = "HELD: " $8
+    else if ($6 == "False") verdict = "UNSCHEDULABLE (" $7 "): " $8
     node = ($5 == "" ? "-" : $5)
     printf "%-10s %-7s %-5s %-8s %-12s %s\n", $1, $2, $3, $4, node, verdict
     if (!($2 in users)) { users[$2] = 1; order[++n] = $2 }
@@ -134,12 +135,12 @@ awk -F'\t' '
     printf "\n"
     for (i = 1; i <= n; i++) {
       u = order[i]
-      printf "%-7s scheduled %d, refused %d%s\n", u, ok[u], no[u], (wait[u] ? sprintf(", undecided %d", wait[u]) : "")
+      printf "%-7s scheduled %d, held %d%s\n", u, ok[u], no[u], (wait[u] ? sprintf(", undecided %d", wait[u]) : "")
     }
   }' <<<"$table"
 cat <<EOF
 
 More: kubectl --kubeconfig ${ADMIN_KUBECONFIG#"$ROOT"/} -n $NS describe pod NAME
-      (a refused pod's reason is in its PodScheduled condition and FailedScheduling event)
+      (a held pod's reason is in its PodScheduled and userquota.io/QuotaAdmitted conditions and its QuotaHeld event)
 Clean up: hack/demo.sh --clean
 EOF

@@ -2,7 +2,7 @@
 # `make test-local`: the README's main command, tested. Brings up the local
 # cluster (`make run`, which builds the tools and the scheduler first) in the
 # background, runs the demo against it and checks the scheduler's verdicts:
-# the pods within limits are scheduled and the over-limit ones refused with
+# the pods within limits are scheduled and the over-limit ones held with
 # the plugin's reason. Always stops the cluster (`make down`) on the way out.
 set -euo pipefail
 
@@ -42,8 +42,8 @@ printf '%s\n' "$demo"
 expect() {
   grep -qE "$1" <<<"$demo" || die "demo output lacks: $1"
 }
-expect '^sue +scheduled 2, refused 1'
-expect '^alice +scheduled 2, refused 1'
-expect '^bob +scheduled 1, refused 1'
+expect '^sue +scheduled 2, held 1'
+expect '^alice +scheduled 2, held 1'
+expect '^bob +scheduled 1, held 1'
 expect 'user "sue" would exceed maxresources in root: cpu 4\+2 > 5'
 log "local cluster smoke test passed"
