@@ -9,6 +9,15 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
+// Window is how many held pods of each limit a release looks at
+// (Released): the work of a release does not grow with the pods held on
+// it. The scheduler plugin and the simulator use it alike.
+const Window = 64
+
+// DefaultStarvation is the default starvation wait (the plugin's
+// starvationWait, the simulator's --starvation).
+const DefaultStarvation = 2 * time.Minute
+
 // Pod is one held pod.
 type Pod struct {
 	// Key identifies the pod (its UID in the scheduler); Name is

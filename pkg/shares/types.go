@@ -8,6 +8,7 @@ package shares
 
 import (
 	"math"
+	"slices"
 
 	"github.com/userquota/userquota/pkg/resources"
 )
@@ -133,6 +134,22 @@ func (s *Share) EachGuaranteed(fn func(id resources.ID, guaranteed int64) bool) 
 		}
 	}
 	return named, true
+}
+
+// RuntimesDiffer reports whether any queue's runtime share differs
+// between old (nil: none) and t: only then may a share change let in pods
+// a share held.
+func (t *Table) RuntimesDiffer(old *Table) bool {
+	if old == nil || len(old.All()) != len(t.All()) {
+		return true
+	}
+	for i, s := range t.All() {
+		o := old.All()[i]
+		if o.Path != s.Path || !slices.Equal(o.Runtime, s.Runtime) {
+			return true
+		}
+	}
+	return false
 }
 
 // WithinGuaranteed reports whether usage plus req keeps the queue within

@@ -22,10 +22,6 @@ import (
 // start.
 var simStart = time.Unix(0, 0).UTC()
 
-// letInWindow bounds how many held pods of each limit a release looks at:
-// the plugin's letInWindow (pkg/plugins/userquota/holds.go).
-const letInWindow = 64
-
 // createdAt is the creation of the pod of trace line n: its age in the
 // let-in order is its line's position (a later line is younger, whatever
 // the clock says).
@@ -79,7 +75,7 @@ type freed struct {
 // does after the same event: after a config or capacity line every held
 // pod (hold.Book.All); after a release those its room may admit
 // (hold.Book.Released: its user, groups, queues and application, at most
-// letInWindow pods of each), and then, when the release changed a runtime
+// hold.Window pods of each), and then, when the release changed a runtime
 // share, the pods held by a share (the plugin's recompute lets them in).
 func (s *sim) letInAfter(f *freed) error {
 	if s.book.Len() == 0 {
@@ -91,10 +87,10 @@ func (s *sim) letInAfter(f *freed) error {
 		// them again only when they are tried), as in the plugin.
 		return s.letIn(s.book.All(order))
 	}
-	if err := s.letIn(s.book.Released(f.released, letInWindow, order)); err != nil {
+	if err := s.letIn(s.book.Released(f.released, hold.Window, order)); err != nil {
 		return err
 	}
-	if f.sharesBefore == nil || s.book.Kinds()[hold.KindShare] == 0 || !runtimesChanged(f.sharesBefore, s.computeShares(nil)) {
+	if f.sharesBefore == nil || s.book.Kinds()[hold.KindShare] == 0 || !s.computeShares(nil).RuntimesDiffer(f.sharesBefore) {
 		return nil
 	}
 	var byShare []*hold.Pod
@@ -146,7 +142,7 @@ func (s *sim) letIn(cands []*hold.Pod) error {
 // in let-in order.
 func (s *sim) behind(p *hold.Pod) []*hold.Pod {
 	var out []*hold.Pod
-	for _, b := range s.book.Blocked(p, letInWindow, queueOrder{s}) {
+	for _, b := range s.book.Blocked(p, hold.Window, queueOrder{s}) {
 		if e, ok := b.Reason.(*hold.BehindError); ok && e.Pod.Key == p.Key {
 			out = append(out, b)
 		}
@@ -199,20 +195,4 @@ func (o queueOrder) Fair(queue string) bool {
 // Usage is app's dominant share of its queue's limits.
 func (o queueOrder) Usage(app ugm.AppKey, _ string) float64 {
 	return o.s.ledger.Manager().AppShare(app)
-}
-
-// runtimesChanged reports whether any queue's runtime share differs
-// between two share tables: the plugin lets in the pods held by a share
-// only then.
-func runtimesChanged(old, t *shares.Table) bool {
-	if old == nil || len(old.All()) != len(t.All()) {
-		return true
-	}
-	for i, s := range t.All() {
-		o := old.All()[i]
-		if o.Path != s.Path || !slices.Equal(o.Runtime, s.Runtime) {
-			return true
-		}
-	}
-	return false
 }

@@ -24,7 +24,7 @@ const DefaultPartition = "default"
 
 // DefaultStarvation is the starvation wait `userquotactl simulate` uses
 // without --starvation: the scheduler plugin's starvationWait default.
-const DefaultStarvation = 2 * time.Minute
+const DefaultStarvation = hold.DefaultStarvation
 
 // Options tune a replay.
 type Options struct {

@@ -88,7 +88,7 @@ const (
 	DefaultUser                = "nobody"
 	DefaultRESTAddress         = ":9089"
 	DefaultLeaderElectionLease = "userquota-system/userquota-scheduler"
-	DefaultStarvationWait      = "2m"
+	DefaultStarvationWait      = "2m" // hold.DefaultStarvation
 	// maxStarvationWait bounds starvationWait: a longer wait is a typo.
 	maxStarvationWait = 24 * time.Hour
 )

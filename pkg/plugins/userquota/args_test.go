@@ -17,6 +17,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/ptr"
+
+	"github.com/userquota/userquota/pkg/hold"
 )
 
 func defaultArgs() Args {
@@ -203,5 +205,14 @@ func TestNewRejectsInvalidArgs(t *testing.T) {
 	)
 	if err == nil || !strings.Contains(err.Error(), "args.defaultQueue") {
 		t.Fatalf("NewFramework = %v, want an error naming args.defaultQueue", err)
+	}
+}
+
+// TestStarvationDefault: the arg's default is the book's.
+func TestStarvationDefault(t *testing.T) {
+	a := Args{}
+	a.SetDefaults()
+	if a.Starvation() != hold.DefaultStarvation {
+		t.Errorf("starvationWait default %v, want hold.DefaultStarvation %v", a.Starvation(), hold.DefaultStarvation)
 	}
 }

@@ -26,11 +26,6 @@ const (
 	reactivateAfter = 100 * time.Millisecond
 )
 
-// letInWindow bounds how many held pods of each limit a release looks at
-// (hold.Book.Released): the work of a release does not grow with the pods
-// held on it.
-const letInWindow = 64
-
 // activateFunc sends pods (by namespace/name) back to the active queue:
 // the framework handle's Activate.
 type activateFunc func(logger klog.Logger, pods map[string]*v1.Pod)
@@ -134,14 +129,14 @@ func (h *holds) get(uid types.UID) *hold.Pod {
 func (h *holds) released(req *ugm.Request, order hold.Order) []*hold.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.book.Released(req, letInWindow, order)
+	return h.book.Released(req, hold.Window, order)
 }
 
 // blocked returns the pods held on the same limit as p, in order.
 func (h *holds) blocked(p *hold.Pod, order hold.Order) []*hold.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.book.Blocked(p, letInWindow, order)
+	return h.book.Blocked(p, hold.Window, order)
 }
 
 // all returns every held pod, in order.

@@ -178,7 +178,7 @@ func (e *elasticQuotas) recompute(logger klog.Logger) {
 	e.ugm.SetShares(t)
 	logger.V(5).Info("Shares recomputed", "queues", len(t.All()), "duration", e.clock.Since(start))
 	e.reportScaling(logger, t)
-	if runtimesChanged(old, t) && e.changed != nil {
+	if t.RuntimesDiffer(old) && e.changed != nil {
 		e.changed(logger)
 	}
 }
@@ -188,25 +188,6 @@ func (e *elasticQuotas) recompute(logger klog.Logger) {
 func (e *elasticQuotas) pendingByQueue() map[string]resources.Vector {
 	cfg := e.ugm.InForce().Partition
 	return e.pending.byQueue(func(pod *v1.Pod) (ugm.Request, error) { return e.request(pod, cfg) }, e.charged)
-}
-
-// runtimesChanged reports whether any queue's runtime share differs.
-func runtimesChanged(old, t *shares.Table) bool {
-	if old == nil || len(old.All()) != len(t.All()) {
-		return true
-	}
-	for i, s := range t.All() {
-		o := old.All()[i]
-		if o.Path != s.Path || len(o.Runtime) != len(s.Runtime) {
-			return true
-		}
-		for j, b := range s.Runtime {
-			if o.Runtime[j] != b {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // reportScaling logs and raises an event on the config ConfigMap once when
