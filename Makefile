@@ -16,7 +16,7 @@ PKGS     := ./pkg/... ./cmd/...
 BUILD_ENV   := CGO_ENABLED=0
 BUILD_FLAGS := -trimpath -buildvcs=false
 
-.PHONY: all help build test test-unit test-integration test-local fuzz bench lint clean tools run down demo
+.PHONY: all help build test test-unit test-integration test-local fuzz bench bench-letin lint clean tools run down demo
 
 all: build
 
@@ -47,11 +47,15 @@ test-integration: ## scheduler + plugin against a real kube-apiserver and etcd, 
 test-local: ## make run + make demo + make down, checking the verdicts (builds the tools)
 	hack/smoke-local.sh
 
+bench-letin: ## let-in latency over 1000 releases on the real API server (docs/throughput.md)
+	$(GO) test -count=1 -timeout 20m -run '^TestLetInLatency$$' -v ./test/integration -args -letin-releases=1000 | grep -E 'let-in latency|^(ok|FAIL|---)'
+
 fuzz: ## fuzz the queue-config parser for FUZZTIME
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./pkg/queueconfig
 
-bench: ## ugm and share micro-benchmarks (see docs/performance.md)
+bench: ## ugm, share and let-in micro-benchmarks (see docs/performance.md)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./pkg/resources ./pkg/shares ./pkg/ugm
+	$(GO) test -run='^$$' -bench=LetIn -benchmem -count=1 ./pkg/plugins/userquota
 
 lint: ## gofmt and go vet
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './_output/*'))"; \
