@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -154,11 +155,26 @@ func (s *server) leading() (bool, string) {
 	return s.opts.Leader()
 }
 
+// HeaderLeader says on every answer of a leader-only path whether the
+// replica that answered leads ("true" or "false").
+const HeaderLeader = "X-Userquota-Leader"
+
 // leaderOnly answers 503 on a replica that is not leading: its usage is not
-// the live one.
+// the live one. ?local=true asks any replica for its own state (what a
+// follower would start from, were it to lead), said by HeaderLeader.
 func (s *server) leaderOnly(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if ok, why := s.leading(); !ok {
+		local := false
+		if v := r.URL.Query().Get("local"); v != "" {
+			var err error
+			if local, err = strconv.ParseBool(v); err != nil {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("bad query parameter local=%.64q", v), "local is true or false: true answers from this replica even when it is not the leader")
+				return
+			}
+		}
+		ok, why := s.leading()
+		w.Header().Set(HeaderLeader, strconv.FormatBool(ok))
+		if !ok && !local {
 			w.Header().Set("Retry-After", "5")
 			writeError(w, http.StatusServiceUnavailable, "not the leader",
 				"this scheduler replica is not the leader; only the leader has the live usage: "+why)

@@ -181,6 +181,29 @@ func TestFollower(t *testing.T) {
 			t.Errorf("%s: no Retry-After", path)
 		}
 	}
+	// ?local=true answers from the follower's own state, and says so.
+	for _, tc := range []struct {
+		query      string
+		status     int
+		leaderHead string
+		body       string
+	}{
+		{query: "?local=true", status: 200, leaderHead: "false"},
+		{query: "?local=1", status: 200, leaderHead: "false"},
+		{query: "?local=false", status: 503, leaderHead: "false", body: notLeader},
+		{query: "?local=yes", status: 400, body: errorJSON(400, `bad query parameter local="yes"`, "local is true or false: true answers from this replica even when it is not the leader") + "\n"},
+	} {
+		status, body, header := get(t, h, "GET", "/ws/v1/partition/default/usage/users"+tc.query, nil)
+		if status != tc.status || tc.body != "" && body != tc.body {
+			t.Errorf("%s: %d %s, want %d %s", tc.query, status, body, tc.status, tc.body)
+		}
+		if got := header.Get(HeaderLeader); got != tc.leaderHead {
+			t.Errorf("%s: %s %q, want %q", tc.query, HeaderLeader, got, tc.leaderHead)
+		}
+		if tc.status == 200 && !strings.Contains(body, `"userName":"sue"`) {
+			t.Errorf("%s: body %s, want the follower's usage (sue's)", tc.query, body)
+		}
+	}
 	status, body, _ := get(t, h, "GET", "/readyz", nil)
 	if want := errorJSON(503, "not the leader", "this scheduler replica is not the leader: the Lease is held by host-b_1234") + "\n"; status != 503 || body != want {
 		t.Errorf("/readyz: %d %s, want 503 %s", status, body, want)

@@ -76,16 +76,19 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	c.createPod(podSpec{name: "a3", user: "alice", groups: []string{"dev"}, queue: "root.team", cpu: "1"})
 	c.waitRefused("a3", `user "alice" would exceed maxresources in root.team: cpu 2+1 > 2`)
-	usageBefore := c.restUsage(leader, m)
+	usageBefore := c.restUsage(leader, m, "")
 	if usageBefore != nil {
-		// Every replica on one host takes itself for the leader (the plugin
-		// tells the leader by host name), so the follower answers too.
-		if fu := c.restUsage(follower, m); fu != nil {
-			c.eventually("the follower's REST usage equals the leader's", 15*time.Second, func() (bool, error) {
-				return fmt.Sprint(c.restUsage(follower, m)) == fmt.Sprint(usageBefore), nil
-			})
-			t.Logf("the follower's usage (REST) equals the leader's before the kill")
+		// Both replicas run on one host, so both see their host in the
+		// Lease's holder: the follower knows it follows from its own
+		// leader elector. It answers 503, and its own usage on ?local=true.
+		if code, body := c.restGet(follower, m, "/ws/v1/partition/default/usage/users"); code != http.StatusServiceUnavailable ||
+			!strings.Contains(string(body), "this replica's leader elector") {
+			t.Fatalf("the follower's usage: %d %.300s, want 503 saying its leader elector does not hold the Lease; its log:\n%s", code, body, follower.LogTail(40))
 		}
+		c.eventually("the follower's own usage (?local=true) equals the leader's", 15*time.Second, func() (bool, error) {
+			return fmt.Sprint(c.restUsage(follower, m, "?local=true")) == fmt.Sprint(usageBefore), nil
+		})
+		t.Logf("the follower answers 503, and its own usage (REST, ?local=true) equals the leader's before the kill")
 	}
 
 	start := time.Now()
@@ -102,7 +105,7 @@ func TestLeaderFailover(t *testing.T) {
 	if usageBefore != nil {
 		var usageAfter map[string]string
 		c.eventually("the new leader's REST usage equals the old leader's", 15*time.Second, func() (bool, error) {
-			usageAfter = c.restUsage(follower, m)
+			usageAfter = c.restUsage(follower, m, "")
 			return fmt.Sprint(usageAfter) == fmt.Sprint(usageBefore), nil
 		})
 		t.Logf("the new leader's usage (REST) equals the old leader's")
@@ -180,40 +183,24 @@ func (c *cluster) boundOf(names ...string) []string {
 
 // restUsage reads users, groups and queues from a scheduler's usage REST
 // API (pkg/rest, served by the UserQuota plugin on args.restAddress) as a
-// user allowed to would. It returns nil when the scheduler serves no REST
-// API, or answers that it is not the leader; then the test compares usage
-// through behaviour only.
-func (c *cluster) restUsage(p *schedulerProcess, m *installed) map[string]string {
+// user allowed to would, with query appended. It returns nil when the
+// scheduler serves no REST API, or answers that it is not the leader; then
+// the test compares usage through behaviour only.
+func (c *cluster) restUsage(p *schedulerProcess, m *installed, query string) map[string]string {
 	c.t.Helper()
-	if m.restToken == "" {
-		m.restToken = c.readerToken("usage-reader", "/", "/ws/v1/*")
-	}
 	out := map[string]string{}
 	for _, kind := range []string{"users", "groups", "queues"} {
 		path := fmt.Sprintf("/ws/v1/partition/default/usage/%s", kind)
-		var code int
-		var body []byte
-		var err error
-		for _, scheme := range []string{"https", "http"} {
-			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-			code, body, err = controlplane.Get(ctx, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, p.restPort, path), m.restToken)
-			cancel()
-			if err == nil {
-				break
-			}
-		}
-		if err != nil {
-			if strings.Contains(err.Error(), "connection refused") {
-				c.t.Logf("scheduler %s serves no REST API on %d: usage compared through behaviour only", p.Name, p.restPort)
-				return nil
-			}
-			c.t.Fatalf("scheduler %s REST %s: %v", p.Name, path, err)
-		}
-		if code == http.StatusServiceUnavailable {
+		code, body := c.restGet(p, m, path+query)
+		switch code {
+		case 0:
+			c.t.Logf("scheduler %s serves no REST API on %d: usage compared through behaviour only", p.Name, p.restPort)
+			return nil
+		case http.StatusServiceUnavailable:
 			c.t.Logf("scheduler %s REST %s: %.200s", p.Name, path, body)
 			return nil
-		}
-		if code != http.StatusOK {
+		case http.StatusOK:
+		default:
 			c.t.Fatalf("scheduler %s REST %s: status %d: %.300s", p.Name, path, code, body)
 		}
 		var v any
@@ -224,4 +211,29 @@ func (c *cluster) restUsage(p *schedulerProcess, m *installed) map[string]string
 		out[kind] = string(canonical)
 	}
 	return out
+}
+
+// restGet GETs path from a scheduler's REST API (HTTPS, else HTTP) with
+// the usage reader's token; code 0 means nothing serves the port.
+func (c *cluster) restGet(p *schedulerProcess, m *installed, path string) (int, []byte) {
+	c.t.Helper()
+	if m.restToken == "" {
+		m.restToken = c.readerToken("usage-reader", "/", "/ws/v1/*")
+	}
+	var code int
+	var body []byte
+	var err error
+	for _, scheme := range []string{"https", "http"} {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		code, body, err = controlplane.Get(ctx, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, p.restPort, path), m.restToken)
+		cancel()
+		if err == nil {
+			return code, body
+		}
+	}
+	if strings.Contains(err.Error(), "connection refused") {
+		return 0, nil
+	}
+	c.t.Fatalf("scheduler %s REST %s: %v", p.Name, path, err)
+	return 0, nil
 }

@@ -149,7 +149,7 @@ func TestManifests(t *testing.T) {
 
 	// The usage REST API, with its delegated authentication (as the
 	// scheduler's ServiceAccount asks the API server), when it serves one.
-	if u := c.restUsage(s, m); u != nil && !strings.Contains(u["users"], `"alice"`) {
+	if u := c.restUsage(s, m, ""); u != nil && !strings.Contains(u["users"], `"alice"`) {
 		t.Errorf("REST usage/users lacks alice: %s", u["users"])
 	}
 

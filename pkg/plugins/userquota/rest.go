@@ -4,16 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"os"
-	"strings"
-	"sync/atomic"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/metrics"
@@ -68,85 +59,4 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		TLS:     tlsConfig,
 	})
 	return nil
-}
-
-// leaderCheck returns whether this replica leads. kube-scheduler elects
-// its leader outside the plugin, with a Lease whose holder is
-// "<hostname>_<uuid>", and builds the plugin on every replica (only the
-// leader schedules; every replica accounts the running pods it sees). So
-// the plugin watches that one Lease (an informer of its own on one
-// namespace and name) and leads when the holder's host is its hostname.
-// No Lease means no leader election: one replica, which leads.
-func (pl *Plugin) leaderCheck(ctx context.Context) (rest.LeaderFunc, error) {
-	ns, name, ok := pl.args.LeaderLease()
-	if !ok {
-		return func() (bool, string) { return true, "" }, nil
-	}
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("leader check: %w", err)
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(pl.handle.ClientSet(), 0,
-		informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	leases := factory.Coordination().V1().Leases()
-	inf := leases.Informer()
-	lw := &leaseWatch{ns: ns, name: name, host: host, lister: leases.Lister().Leases(ns), synced: inf.HasSynced}
-	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		msg := err.Error()
-		lw.lastErr.Store(&msg)
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	}); err != nil {
-		return nil, fmt.Errorf("leader check: %w", err)
-	}
-	factory.Start(ctx.Done())
-	return lw.leading, nil
-}
-
-// leaseWatch answers the leader check from the informer's cache: no API
-// call per request.
-type leaseWatch struct {
-	ns, name, host string
-	lister         coordinationlisters.LeaseNamespaceLister
-	synced         func() bool
-	lastErr        atomic.Pointer[string]
-}
-
-func (lw *leaseWatch) leading() (bool, string) {
-	if !lw.synced() {
-		why := fmt.Sprintf("the leader-election Lease %s/%s is not listed yet", lw.ns, lw.name)
-		if e := lw.lastErr.Load(); e != nil {
-			why += ": " + *e
-		}
-		return false, why
-	}
-	lease, err := lw.lister.Get(lw.name)
-	if apierrors.IsNotFound(err) {
-		return true, ""
-	}
-	if err != nil {
-		return false, err.Error()
-	}
-	holder := ""
-	if lease.Spec.HolderIdentity != nil {
-		holder = *lease.Spec.HolderIdentity
-	}
-	if holder == "" {
-		return false, fmt.Sprintf("the leader-election Lease %s/%s has no holder (an election is under way)", lw.ns, lw.name)
-	}
-	if holderHost(holder) == lw.host {
-		return true, ""
-	}
-	return false, fmt.Sprintf("the leader-election Lease %s/%s is held by %q; this replica is %q", lw.ns, lw.name, holder, lw.host)
-}
-
-// holderHost is the host part of a kube-scheduler holder identity,
-// "<hostname>_<uuid>" (a UUID has no "_").
-func holderHost(holder string) string {
-	if i := strings.LastIndexByte(holder, '_'); i >= 0 {
-		return holder[:i]
-	}
-	return holder
 }

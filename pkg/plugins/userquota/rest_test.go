@@ -7,19 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/klog/v2/ktesting"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 )
 
@@ -80,116 +73,6 @@ func TestRESTArgs(t *testing.T) {
 				t.Error("DeepCopyObject shares a pointer")
 			}
 		})
-	}
-}
-
-// clientHandle is the part of the framework handle the leader check uses.
-type clientHandle struct {
-	fwk.Handle
-	cs kubernetes.Interface
-}
-
-func (h clientHandle) ClientSet() kubernetes.Interface { return h.cs }
-
-// The leader check follows the leader-election Lease: this replica leads
-// when the holder's host part is its hostname; no Lease means no leader
-// election, so it leads.
-func TestLeaderCheck(t *testing.T) {
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cs := fake.NewClientset()
-	pl := &Plugin{handle: clientHandle{cs: cs}, args: Args{LeaderElectionLease: ptr.To("userquota-system/userquota-scheduler")}}
-	leader, err := pl.leaderCheck(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect := func(step string, wantLeading bool, wantWhy string) {
-		t.Helper()
-		var leading bool
-		var why string
-		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			leading, why = leader()
-			return leading == wantLeading && strings.Contains(why, wantWhy), nil
-		})
-		if err != nil {
-			t.Fatalf("%s: leading %v (%q), want %v (%q)", step, leading, why, wantLeading, wantWhy)
-		}
-	}
-	expect("no Lease", true, "")
-
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "userquota-system", Name: "userquota-scheduler"},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other-host_0b6c4c9e-5f7c-4bd3-9d36-1c1b2b1f2a10")},
-	}
-	if _, err := cs.CoordinationV1().Leases("userquota-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expect("held by another replica", false, `held by "other-host_0b6c4c9e-5f7c-4bd3-9d36-1c1b2b1f2a10"; this replica is "`+host+`"`)
-
-	lease.Spec.HolderIdentity = ptr.To(host + "_4f0a9a3e-2f55-4b53-9a0c-3d1b9c7e8f21")
-	if _, err := cs.CoordinationV1().Leases("userquota-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expect("held by this replica", true, "")
-
-	lease.Spec.HolderIdentity = ptr.To("")
-	if _, err := cs.CoordinationV1().Leases("userquota-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expect("released", false, "has no holder")
-
-	// A Lease of the same name elsewhere, or of another name, is not ours.
-	other := lease.DeepCopy()
-	other.Namespace, other.Spec.HolderIdentity = "kube-system", ptr.To(host+"_x")
-	if _, err := cs.CoordinationV1().Leases("kube-system").Create(ctx, other, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Our Lease changes after the other was created: once the check sees
-	// that change, it has seen everything before it, the other Lease
-	// included, had it been watched.
-	lease.Spec.HolderIdentity = ptr.To("marker-host_1")
-	if _, err := cs.CoordinationV1().Leases("userquota-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expect("our Lease changed after another namespace's was created", false, `held by "marker-host_1"`)
-	lease.Spec.HolderIdentity = ptr.To("")
-	if _, err := cs.CoordinationV1().Leases("userquota-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expect("another namespace's Lease", false, "has no holder")
-
-	if err := cs.CoordinationV1().Leases("userquota-system").Delete(ctx, lease.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expect("Lease deleted", true, "")
-
-	// No leader election configured: always leading, nothing watched.
-	pl = &Plugin{handle: clientHandle{}, args: Args{LeaderElectionLease: ptr.To("")}}
-	leader, err = pl.leaderCheck(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, why := leader(); !ok || why != "" {
-		t.Errorf("without leader election: %v %q", ok, why)
-	}
-}
-
-func TestHolderHost(t *testing.T) {
-	for holder, want := range map[string]string{
-		"node-a_0b6c4c9e-5f7c-4bd3-9d36-1c1b2b1f2a10":           "node-a",
-		"userquota-scheduler-7d9f8-xk2lp_4f0a9a3e-2f55-4b53-9a": "userquota-scheduler-7d9f8-xk2lp",
-		"odd_host_name_uuid":                                    "odd_host_name",
-		"no-uuid":                                               "no-uuid",
-		"":                                                      "",
-	} {
-		if got := holderHost(holder); got != want {
-			t.Errorf("holderHost(%q) = %q, want %q", holder, got, want)
-		}
 	}
 }
 

@@ -211,8 +211,16 @@ func (w *statusWriter) write(ctx context.Context, logger klog.Logger, uid types.
 		copied = *want
 	}
 	w.mu.Unlock()
-	if want == nil || !w.leading() {
-		// Followers keep what is wanted for when they lead.
+	if want == nil {
+		return nil
+	}
+	if !w.leading() {
+		// Followers keep what is wanted for when they lead; the skip
+		// marks that this replica did not lead, so that leading at the
+		// next look writes everything, even if it led at the last one.
+		w.mu.Lock()
+		w.led = false
+		w.mu.Unlock()
 		return nil
 	}
 	pod, err := w.pods.Pods(copied.namespace).Get(copied.name)
