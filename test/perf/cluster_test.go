@@ -147,13 +147,13 @@ func (c *cluster) deleteAllPods() time.Duration {
 	c.t.Helper()
 	start := time.Now()
 	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := c.client.CoreV1().Pods(podNamespace).DeleteCollection(c.ctx, opts, metav1.ListOptions{}); err != nil {
-		c.t.Fatalf("deleting pods: %v", err)
-	}
-	if err := c.client.CoreV1().Events(podNamespace).DeleteCollection(c.ctx, opts, metav1.ListOptions{}); err != nil {
-		c.t.Fatalf("deleting events: %v", err)
-	}
-	err := wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	c.deleteCollection("pods", func() error {
+		return c.client.CoreV1().Pods(podNamespace).DeleteCollection(c.ctx, opts, metav1.ListOptions{})
+	})
+	c.deleteCollection("events", func() error {
+		return c.client.CoreV1().Events(podNamespace).DeleteCollection(c.ctx, opts, metav1.ListOptions{})
+	})
+	err := wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		l, err := c.client.CoreV1().Pods(podNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return false, nil
@@ -164,6 +164,23 @@ func (c *cluster) deleteAllPods() time.Duration {
 		c.t.Fatalf("pods not gone: %v", err)
 	}
 	return time.Since(start)
+}
+
+// deleteCollection calls del until it succeeds: the API server ends a
+// request after a minute (--request-timeout), which deleting 50,000 pods
+// (TestBacklog) outlasts; each call deletes what it can meanwhile.
+func (c *cluster) deleteCollection(what string, del func() error) {
+	c.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := del()
+		if err == nil {
+			return
+		}
+		if attempt == 20 {
+			c.t.Fatalf("deleting %s: %v (%d attempts)", what, err, attempt)
+		}
+		c.t.Logf("deleting %s: %v; again", what, err)
+	}
 }
 
 // workload is the pods of a run: pod i belongs to user i%users; users are
