@@ -53,6 +53,7 @@ type podRec struct {
 	refusal            string    // its message
 	refusedAt          time.Time // when that message was first seen
 	fitSince           time.Time
+	heldBehind         bool // seen fitting while kept behind a starving pod
 	deleteSent         bool
 }
 
@@ -77,6 +78,7 @@ type counters struct {
 	boundNoScheduler              int
 	longestFitWait                time.Duration
 	longestFitWaitPod             string
+	heldBehind                    int // pods that fitted but waited behind a starving pod
 	historyEvents, historyResyncs int
 	lastRevision                  int64
 	deletedWhileNoScheduler       int
@@ -480,7 +482,7 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			p.fitSince = time.Time{}
 			continue
 		}
-		if !h.fits(p, cfgs) {
+		if !h.fits(p, cfgs) || h.keptBehind(p) {
 			p.fitSince = time.Time{}
 			continue
 		}
@@ -509,6 +511,32 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			return
 		}
 	}
+}
+
+// behindPrefix starts the message of a pod held behind another, held
+// longer than the starvation wait (pkg/hold's BehindError).
+const behindPrefix = "waiting behind pod "
+
+// keptBehind reports whether p, which fits, is held behind a pod still
+// pending: the scheduler keeps the room that pod needs for it (the
+// starvation barrier), so p's wait is policy, not a lost let-in. Once the
+// pod it waits behind is bound or gone, p's wait counts again.
+func (h *history) keptBehind(p *podRec) bool {
+	_, rest, ok := strings.Cut(p.refusal, behindPrefix)
+	if !ok {
+		return false
+	}
+	name, _, _ := strings.Cut(rest, ",") // namespace/name
+	// Keys are etcd's: a prefix, then namespace/name.
+	q := h.pods[strings.TrimSuffix(p.key, p.ns+"/"+p.name)+name]
+	if q == nil || !q.pending() {
+		return false
+	}
+	if !p.heldBehind {
+		p.heldBehind = true
+		h.c.heldBehind++
+	}
+	return true
 }
 
 // staticCheck: no user, group or queue is above the loosest limit of the

@@ -308,6 +308,40 @@ func TestHistoryCatchesAWaitingPod(t *testing.T) {
 	}
 }
 
+// A pod that fits but is kept behind a pod held longer than the starvation
+// wait waits by policy while that pod is pending; once it is bound, the
+// wait counts.
+func TestHistoryPodKeptBehind(t *testing.T) {
+	c := testConfig(t)
+	h := newHistory(c, nil)
+	v := h.addVersion(c)
+	v.applied = time.Now()
+	big := testPod("big", "u011", []string{"g1"}, "root.alpha.a1", "100m")
+	put(t, h, 1, big)
+	w := testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
+	w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
+		Message: "held by quota: waiting behind pod " + big.Namespace + "/big, held since 10:00:00 (longer than the starvation wait): the room it needs is kept for it; it was held because ..."}}
+	put(t, h, 2, w)
+	now := h.pods[podPrefix+w.Namespace+"/"+w.Name].refusedAt
+	calm := now.Add(-time.Minute)
+	for _, after := range []time.Duration{0, 4 * time.Second, 9 * time.Second, 20 * time.Second} {
+		h.checkWaits(now.Add(after), calm, 5*time.Second)
+	}
+	if h.violation != "" {
+		t.Fatalf("kept behind a pending pod: %s", h.violation)
+	}
+	if h.c.heldBehind != 1 {
+		t.Errorf("heldBehind %d, want 1", h.c.heldBehind)
+	}
+	big.Spec.NodeName = "node-0"
+	put(t, h, 3, big)
+	h.checkWaits(now.Add(21*time.Second), calm, 5*time.Second)
+	h.checkWaits(now.Add(27*time.Second), calm, 5*time.Second)
+	if !strings.Contains(h.violation, "has fitted every limit for 6.0s") {
+		t.Fatalf("after the pod it waited behind was bound: violation %q", h.violation)
+	}
+}
+
 // A pod of an application that runs for another user never fits, and its
 // binding is a violation.
 func TestHistoryApplicationConflict(t *testing.T) {

@@ -561,7 +561,8 @@ func (r *runner) usageOf(rep *replica) (snap, error) {
 		path string
 		into any
 	}{{"users", &users}, {"groups", &groups}, {"queues", &queues}} {
-		code, body, err := r.c.restGet(rep, "/ws/v1/partition/default/usage/"+x.path)
+		// ?local=true: each replica's own usage, the follower's too.
+		code, body, err := r.c.restGet(rep, "/ws/v1/partition/default/usage/"+x.path+"?local=true")
 		if err != nil {
 			return snap{}, err
 		}
@@ -775,6 +776,7 @@ type figures struct {
 	BindChecks              int
 	LongestFitWaitSeconds   float64
 	LongestFitWaitPod       string
+	HeldBehind              int
 	HistoryEvents           int
 	HistoryResyncs          int
 
@@ -790,6 +792,7 @@ func (r *runner) finishFigures() {
 	f.Created, f.Bound, f.Lifecycles, f.Succeeded, f.Failed = c.created, c.bound, c.lifecycles, c.succeeded, c.failed
 	f.DeletedBound, f.DeletedPending, f.Refused = c.deletedBound, c.deletedPending, c.refusedPods
 	f.BindChecks, f.LongestFitWaitSeconds, f.LongestFitWaitPod = c.bindChecks, c.longestFitWait.Seconds(), c.longestFitWaitPod
+	f.HeldBehind = c.heldBehind
 	f.HistoryEvents, f.HistoryResyncs = c.historyEvents, c.historyResyncs
 	if r.c != nil {
 		f.AuditRepairs = r.c.audits.all()
@@ -866,6 +869,7 @@ func (f *figures) markdown(o *options) string {
 	}
 	row("bindings checked against the limits in force (etcd history)", f.BindChecks)
 	row("longest wait of a pod that fitted (outside fault windows)", fmt.Sprintf("%.1fs (limit %s)", f.LongestFitWaitSeconds, o.maxWait))
+	row("pods that fitted but were kept behind a pod held longer than the starvation wait (not counted as waits)", f.HeldBehind)
 	row("etcd history events replayed; resyncs", fmt.Sprintf("%d; %d", f.HistoryEvents, f.HistoryResyncs))
 	if len(f.AuditRepairs) > 0 {
 		fmt.Fprintf(&b, "\nAudit repairs (each a lost informer event; the run does not fail on them, since usage settled exact, but each is a finding):\n\n```\n%s\n```\n", strings.Join(f.AuditRepairs, "\n"))
