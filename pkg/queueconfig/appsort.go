@@ -23,21 +23,6 @@ const (
 // noticeStateAware is the notice for a stateaware policy.
 const noticeStateAware = appSortStateAware + " is deprecated in YuniKorn and treated as " + AppSortFIFO + " here"
 
-// checkAppSort validates application.sort.policy on every queue and child
-// template of the partition.
-func (v *validator) checkAppSort(pb *partBuild) {
-	for _, q := range pb.order {
-		rq := pb.meta[q].raw
-		if rq == nil {
-			continue
-		}
-		v.checkAppSortProp(rq.properties, rq.propertiesP)
-		if rq.childTemplate != nil {
-			v.checkAppSortProp(rq.childTemplate.Properties, childPos(rq.childTemplateP, "properties", rq.childTemplateP.line))
-		}
-	}
-}
-
 func (v *validator) checkAppSortProp(props map[string]string, p pos) {
 	if s, ok := props[PropAppSortPolicy]; ok {
 		if _, _, err := parseAppSort(s); err != "" {

@@ -40,21 +40,6 @@ type Preemption struct {
 	DelaySet bool
 }
 
-// checkPreemption validates the preemption.* properties of every queue and
-// child template of the partition.
-func (v *validator) checkPreemption(pb *partBuild) {
-	for _, q := range pb.order {
-		rq := pb.meta[q].raw
-		if rq == nil {
-			continue
-		}
-		v.checkPreemptionProps(rq.properties, rq.propertiesP)
-		if rq.childTemplate != nil {
-			v.checkPreemptionProps(rq.childTemplate.Properties, childPos(rq.childTemplateP, "properties", rq.childTemplateP.line))
-		}
-	}
-}
-
 func (v *validator) checkPreemptionProps(props map[string]string, p pos) {
 	if s, ok := props[PropPreemptionPolicy]; ok {
 		if _, err := parsePolicy(s); err != "" {

@@ -78,8 +78,10 @@ func (v *validator) validatePartition(pb *partBuild) {
 		}
 		v.checkGuaranteed(pb, root, nil)
 		v.checkSharing(pb)
-		v.checkPreemption(pb)
-		v.checkAppSort(pb)
+		// preemption.* and application.sort.policy, on every queue and
+		// child template.
+		v.eachProperties(pb, v.checkPreemptionProps)
+		v.eachProperties(pb, v.checkAppSortProp)
 		v.checkHierarchy(pb, root, newEffective())
 	}
 	v.checkPlacementRules(pb)
@@ -348,4 +350,19 @@ func (v *validator) checkGuaranteed(pb *partBuild, q *Queue, parentMax qtys) qty
 		return sum
 	}
 	return g
+}
+
+// eachProperties calls check with the properties of every queue and
+// child template of the partition, and where they are in the YAML.
+func (v *validator) eachProperties(pb *partBuild, check func(props map[string]string, p pos)) {
+	for _, q := range pb.order {
+		rq := pb.meta[q].raw
+		if rq == nil {
+			continue
+		}
+		check(rq.properties, rq.propertiesP)
+		if rq.childTemplate != nil {
+			check(rq.childTemplate.Properties, childPos(rq.childTemplateP, "properties", rq.childTemplateP.line))
+		}
+	}
 }

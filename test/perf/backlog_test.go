@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -317,20 +318,16 @@ func (c *cluster) runBacklog(t *testing.T, w workload, pc perfCase, n, held, run
 
 	// Every held pod's status says so (the floor's at creation; backlog's
 	// once the plugin's writer got to it).
-	deadline := time.Now().Add(*runTimeout)
-	for {
-		_, h := counter.counts()
-		if h >= held {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.Errors = append(r.Errors, fmt.Sprintf("after %s only %d of %d held pods' status said %s", *runTimeout, h, held, reason))
-			break
-		}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, *runTimeout, true, func(context.Context) (bool, error) {
 		if !s.Running() {
 			t.Fatalf("%s: scheduler exited: %v\n%s", label, s.ExitStatus(), s.LogTail(40))
 		}
-		time.Sleep(200 * time.Millisecond)
+		_, h := counter.counts()
+		return h >= held, nil
+	})
+	if err != nil {
+		_, h := counter.counts()
+		r.Errors = append(r.Errors, fmt.Sprintf("after %s only %d of %d held pods' status said %s", *runTimeout, h, held, reason))
 	}
 	r.HeldSaidSeconds = time.Since(s.StartedAt()).Seconds()
 	writes1, err := c.settledWrites(ctx)
@@ -364,9 +361,7 @@ func (c *cluster) runBacklog(t *testing.T, w workload, pc perfCase, n, held, run
 
 	r.BoundAtEnd, r.HeldSaid = counter.counts()
 	r.WrongBound = wrongBound(w, counter.boundIndexes(), admitted, pc.gated)
-	del := c.deleteAllPods()
-	t.Logf("%s: deleted the pods in %.1fs", label, del.Seconds())
-	time.Sleep(2 * time.Second)
+	c.betweenRuns(label)
 	return r
 }
 
@@ -449,11 +444,10 @@ func (c *cluster) settledWrites(ctx context.Context) (map[string]float64, error)
 	}
 	var last map[string]float64
 	still := 0
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		m, err := c.apiWrites(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("API server request counters: %v", err)
+			return false, fmt.Errorf("API server request counters: %v", err)
 		}
 		if last != nil && total(m) == total(last) {
 			still++
@@ -461,12 +455,10 @@ func (c *cluster) settledWrites(ctx context.Context) (map[string]float64, error)
 			still = 0
 		}
 		last = m
-		if still >= 2 {
-			return m, nil
-		}
-		if time.Now().After(deadline) {
-			return m, fmt.Errorf("API writes still changing after 2 minutes")
-		}
-		time.Sleep(time.Second)
+		return still >= 2, nil
+	})
+	if wait.Interrupted(err) {
+		return last, fmt.Errorf("API writes still changing after 2 minutes")
 	}
+	return last, err
 }

@@ -166,6 +166,17 @@ func (c *cluster) deleteAllPods() time.Duration {
 	return time.Since(start)
 }
 
+// betweenRuns deletes a run's pods and lets the API server settle (watch
+// cache, GC of the deletions) before the next run: a pause, not a wait on
+// a condition, since nothing the harness can read says when that work is
+// done; it keeps one run's cleanup out of the next one's figures.
+func (c *cluster) betweenRuns(label string) {
+	c.t.Helper()
+	del := c.deleteAllPods()
+	c.t.Logf("%s: deleted the pods in %.1fs", label, del.Seconds())
+	time.Sleep(2 * time.Second)
+}
+
 // deleteCollection calls del until it succeeds: the API server ends a
 // request after a minute (--request-timeout), which deleting 50,000 pods
 // (TestBacklog) outlasts; each call deletes what it can meanwhile.

@@ -241,17 +241,8 @@ func (rep *report) throughputMarkdown(cs []perfCase) string {
 	}
 	for _, id := range runIDs {
 		m := runs[id]
-		var order []string
-		for _, c := range cs {
-			if r := m[c.name]; r != nil {
-				order = append(order, fmt.Sprintf("%d:%s", r.Order, c.name))
-			}
-		}
-		sort.Strings(order)
-		for i := range order {
-			_, order[i], _ = strings.Cut(order[i], ":")
-		}
-		fmt.Fprintf(&pr, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", id, strings.Join(order, ", "),
+		order := runOrder(m, cs)
+		fmt.Fprintf(&pr, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", id, order,
 			avg(m["baseline"]), avg(m["userquota"]), avg(m["refused"]), avg(m["control"]),
 			ratio(m["userquota"], m["baseline"], &ratioQ), ratio(m["refused"], m["userquota"], &ratioR),
 			ratio(m["refused"], m["baseline"], &ratioRB), ratio(m["control"], m["baseline"], &ratioC), cpuRatio(m["userquota"], m["baseline"], &ratioCPU))
@@ -430,17 +421,8 @@ func (rep *report) backlogMarkdown(cs []perfCase, n, held int) string {
 	pr.WriteString("\n|---|---|" + strings.Repeat("---|---|", len(measures)) + "\n")
 	for _, id := range runIDs {
 		m := runs[id]
-		var order []string
-		for _, c := range cs {
-			if r := m[c.name]; r != nil {
-				order = append(order, fmt.Sprintf("%d:%s", r.Order, c.name))
-			}
-		}
-		sort.Strings(order)
-		for i := range order {
-			_, order[i], _ = strings.Cut(order[i], ":")
-		}
-		fmt.Fprintf(&pr, "| %d | %s |", id, strings.Join(order, ", "))
+		order := runOrder(m, cs)
+		fmt.Fprintf(&pr, "| %d | %s |", id, order)
 		floor := m["floor"]
 		for k, ms := range measures {
 			for _, side := range []struct {
@@ -551,4 +533,19 @@ func profileTops(rs []*backlogResult) string {
 		b.WriteString("```\n")
 	}
 	return b.String()
+}
+
+// runOrder lists a run's cases in the order they ran.
+func runOrder[R interface{ position() int }](m map[string]R, cs []perfCase) string {
+	var order []string
+	for _, c := range cs {
+		if r, ok := m[c.name]; ok {
+			order = append(order, fmt.Sprintf("%d:%s", r.position(), c.name))
+		}
+	}
+	sort.Strings(order)
+	for i := range order {
+		_, order[i], _ = strings.Cut(order[i], ":")
+	}
+	return strings.Join(order, ", ")
 }

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
@@ -46,38 +44,6 @@ func schedulerConfig(kubeconfig string, p profile, qps int) []byte {
 			"restAddress":         "",
 			"leaderElectionLease": "",
 		}}.YAML()
-}
-
-// withPluginArgs sets UserQuota args of a numeric or other non-string type
-// in a scheduler config (controlplane.SchedulerConfig renders its args as
-// strings, which the plugin's strict decoding takes only for string
-// fields).
-func withPluginArgs(cfg []byte, args map[string]any) ([]byte, error) {
-	var m map[string]any
-	if err := yaml.Unmarshal(cfg, &m); err != nil {
-		return nil, err
-	}
-	profiles, _ := m["profiles"].([]any)
-	for _, p := range profiles {
-		pm, _ := p.(map[string]any)
-		pcs, _ := pm["pluginConfig"].([]any)
-		for _, pc := range pcs {
-			pcm, _ := pc.(map[string]any)
-			if pcm["name"] != "UserQuota" {
-				continue
-			}
-			a, _ := pcm["args"].(map[string]any)
-			if a == nil {
-				a = map[string]any{}
-				pcm["args"] = a
-			}
-			for k, v := range args {
-				a[k] = v
-			}
-			return yaml.Marshal(m)
-		}
-	}
-	return nil, fmt.Errorf("scheduler config: no pluginConfig for UserQuota")
 }
 
 // binary is the copy of -scheduler every run executes, made at first use:
@@ -130,7 +96,7 @@ func (c *cluster) startSchedulerWith(p profile, dir string, args map[string]any)
 	cfg := schedulerConfig(c.kubeconfig, p, *qpsFlag)
 	if len(args) > 0 {
 		var err error
-		if cfg, err = withPluginArgs(cfg, args); err != nil {
+		if cfg, err = controlplane.WithUserQuotaArgs(cfg, args); err != nil {
 			c.t.Fatal(err)
 		}
 	}

@@ -167,6 +167,9 @@ type runResult struct {
 	Errors  []string   `json:"errors,omitempty"`
 }
 
+// position is the case's place within its run.
+func (r *runResult) position() int { return r.Order }
+
 // runMetrics is what the scheduler's /metrics said at the end of a run.
 type runMetrics struct {
 	// UserQuota's own durations (scheduler_plugin_execution_duration_seconds,
@@ -373,11 +376,7 @@ func (c *cluster) runCase(t *testing.T, w workload, pc perfCase, run, order int)
 	if span := counter.bindSpan(); span > 0 && r.Bound > 1 {
 		r.Overall = float64(r.Bound-1) / span.Seconds()
 	}
-	del := c.deleteAllPods()
-	t.Logf("run %d %s: deleted the pods in %.1fs", run, pc.name, del.Seconds())
-	// Let the API server settle (watch cache, GC of the deletions) before
-	// the next run.
-	time.Sleep(2 * time.Second)
+	c.betweenRuns(fmt.Sprintf("run %d %s", run, pc.name))
 	return r
 }
 

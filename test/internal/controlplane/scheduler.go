@@ -101,6 +101,30 @@ func ProductionSchedulerConfig(production []byte, kubeconfig string, leaderElect
 	for k, v := range leaderElection {
 		le[k] = v
 	}
+	if err := setUserQuotaArgs(cfg, args); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(cfg)
+}
+
+// WithUserQuotaArgs sets UserQuota args, of any type, in a scheduler
+// config's every UserQuota pluginConfig (SchedulerConfig renders args as
+// strings, which the plugin's strict decoding takes only for string
+// fields).
+func WithUserQuotaArgs(config []byte, args map[string]any) ([]byte, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(config, &cfg); err != nil {
+		return nil, err
+	}
+	if err := setUserQuotaArgs(cfg, args); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(cfg)
+}
+
+// setUserQuotaArgs merges args into the UserQuota pluginConfig of every
+// profile of a decoded scheduler config.
+func setUserQuotaArgs(cfg, args map[string]any) error {
 	profiles, _ := cfg["profiles"].([]any)
 	found := false
 	for _, p := range profiles {
@@ -123,9 +147,9 @@ func ProductionSchedulerConfig(production []byte, kubeconfig string, leaderElect
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("no pluginConfig for UserQuota")
+		return fmt.Errorf("scheduler config: no pluginConfig for UserQuota")
 	}
-	return yaml.Marshal(cfg)
+	return nil
 }
 
 // Scheduler is the userquota-scheduler binary, the one that ships, run as
