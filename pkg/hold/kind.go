@@ -74,8 +74,12 @@ type BehindError struct {
 	Pod *Pod
 }
 
+// BehindPrefix starts a BehindError's message; the pod's namespace/name
+// follows, then a comma.
+const BehindPrefix = "waiting behind pod "
+
 func (e *BehindError) Error() string {
-	return "waiting behind pod " + e.Pod.Name + ", held since " + e.Pod.Since.UTC().Format("15:04:05") +
+	return BehindPrefix + e.Pod.Name + ", held since " + e.Pod.Since.UTC().Format("15:04:05") +
 		" (longer than the starvation wait): the room it needs is kept for it; it was held because " + e.Pod.Reason.Error()
 }
 

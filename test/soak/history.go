@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/userquota/userquota/pkg/hold"
+
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -513,16 +515,12 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 	}
 }
 
-// behindPrefix starts the message of a pod held behind another, held
-// longer than the starvation wait (pkg/hold's BehindError).
-const behindPrefix = "waiting behind pod "
-
 // keptBehind reports whether p, which fits, is held behind a pod still
 // pending: the scheduler keeps the room that pod needs for it (the
 // starvation barrier), so p's wait is policy, not a lost let-in. Once the
 // pod it waits behind is bound or gone, p's wait counts again.
 func (h *history) keptBehind(p *podRec) bool {
-	_, rest, ok := strings.Cut(p.refusal, behindPrefix)
+	_, rest, ok := strings.Cut(p.refusal, hold.BehindPrefix)
 	if !ok {
 		return false
 	}
