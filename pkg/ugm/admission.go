@@ -72,14 +72,6 @@ func newAdmissions() admissions {
 // lookup.
 func (a *admissions) none() bool { return len(a.byKey) == 0 }
 
-// at returns the room held at path in byName[name] (nil: none).
-func heldAt(byName map[string]map[string]*held, name, path string) *held {
-	if m := byName[name]; m != nil {
-		return m[path]
-	}
-	return nil
-}
-
 // onPath reports whether the queue at path is leaf or one of its
 // ancestors.
 func onPath(leaf, path string) bool {
