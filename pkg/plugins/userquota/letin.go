@@ -182,10 +182,13 @@ func (pl *Plugin) onSharesChange(logger klog.Logger) {
 }
 
 // forgetPod drops what is held for a pod that is gone or bound: its
-// room, its hold and its wanted status.
+// hold, then its room, and its wanted status. The hold goes first: the
+// room's let-in must not find the pod still held and admit it again, and
+// a let-in racing this one (room admitted, hold not yet taken) then finds
+// no hold and drops the room itself.
 func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
-	pl.dropRoom(logger, uid)
 	entry, _ := pl.held.forget(uid)
+	pl.dropRoom(logger, uid)
 	pl.status.forget(uid)
 	if entry != nil {
 		// Pods held behind it (starvation) need not wait any more.

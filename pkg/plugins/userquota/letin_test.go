@@ -5,17 +5,23 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 
+	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // perUserConfig gives every user 2 cpu in root.sandbox, and the queue
@@ -380,5 +386,53 @@ func TestQueueingHints(t *testing.T) {
 				t.Errorf("hint = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestForgetPodDropsRoomForGood: a pod deleted while a let-in is under
+// way (room admitted, its hold not yet taken off the book) leaves no room
+// held: the delete takes the hold off first, so the room it drops cannot
+// be admitted again to the same, gone, pod.
+func TestForgetPodDropsRoomForGood(t *testing.T) {
+	m := ugm.New()
+	m.SetConfig(queueconfigtest.MustPartition(t, letInConfig))
+	args := Args{}
+	args.SetDefaults()
+	activated := 0
+	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m),
+		held:   newHolds(clock.RealClock{}, func(_ klog.Logger, pods map[string]*v1.Pod) { activated += len(pods) }, 0),
+		status: newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
+	}
+	pl.elastic = newElasticQuotas(m, clock.RealClock{})
+	logger := klog.Background()
+
+	run := userPod("sue-run", "sue", "", "root.q", "1")
+	req, err := pl.podRequest(run, m.InForce().Partition, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.ledger.Allocate(string(run.UID), req); err != nil {
+		t.Fatal(err)
+	}
+	pod := userPod("sue-held", "sue", "", "root.q", "1")
+	d := m.Decide(string(pod.UID), pl.placer(pod), false)
+	if d.Err == nil {
+		t.Fatal("sue-held fits while sue-run runs")
+	}
+	pl.holdPod(pod, &d.Request, d.Err, false)
+	// sue-run ends; the let-in admits sue-held's room ...
+	if _, ok, err := pl.ledger.Release(string(run.UID)); !ok || err != nil {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	if err := m.Admit(string(pod.UID), &d.Request); err != nil {
+		t.Fatal(err)
+	}
+	// ... and sue-held is deleted before the let-in takes it off the book.
+	pl.forgetPod(logger, pod.UID)
+	if m.Admitted(string(pod.UID)) {
+		t.Errorf("room still held for the deleted pod sue-held (activated %d)", activated)
+	}
+	if pl.held.get(pod.UID) != nil {
+		t.Error("the deleted pod sue-held is still held")
 	}
 }
