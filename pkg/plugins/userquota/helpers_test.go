@@ -572,6 +572,13 @@ func (a *recordingActivator) activated() []string {
 	return out
 }
 
+// callsSoFar returns every Activate call so far, each its sorted keys.
+func (a *recordingActivator) callsSoFar() [][]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([][]string(nil), a.calls...)
+}
+
 func (a *recordingActivator) reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()

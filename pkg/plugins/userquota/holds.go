@@ -14,17 +14,14 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-// A pod refused less than inFlightWindow ago may still be in its scheduling
-// cycle when it is let in. The scheduling queue then only notes an
-// Activate and, when the cycle ends, puts the pod in the backoff queue (1
-// s, doubling with each attempt up to podMaxBackoffSeconds, 10 s by
-// default) instead of the active queue. So such a pod is activated a
-// second time reactivateAfter later, when the cycle has ended: that moves
-// it from the backoff queue to the active queue at once.
-const (
-	inFlightWindow  = time.Second
-	reactivateAfter = 100 * time.Millisecond
-)
+// A pod refused in a scheduling cycle may still be in that cycle when it
+// is let in. The scheduling queue then only notes the Activate and, when
+// the cycle ends, puts the pod in the backoff queue (1 s, doubling with
+// each attempt up to podMaxBackoffSeconds, 10 s by default) instead of the
+// active queue. The cycle's end runs PreEnqueue (on the way to the backoff
+// or the active queue): a pod let in since its refusal is activated again
+// from there (an echo), which moves it from the backoff queue to the
+// active queue at once, however long the cycle took.
 
 // activateFunc sends pods (by namespace/name) back to the active queue:
 // the framework handle's Activate.
@@ -47,9 +44,10 @@ type holds struct {
 
 	mu   sync.Mutex
 	book *hold.Book
-	// refusedAt is when a held pod was last refused in a scheduling cycle
-	// (it may be in flight: see inFlightWindow).
-	refusedAt map[string]time.Time
+	// inCycle holds the pods refused in a scheduling cycle that PreEnqueue
+	// has not seen since (they may be in flight); true: let in since, an
+	// echo is owed at the next PreEnqueue.
+	inCycle map[string]bool
 	// ready: the running pods are accounted; until then pods wait in
 	// waiting (start-up), by namespace/name.
 	ready   bool
@@ -57,7 +55,7 @@ type holds struct {
 }
 
 func newHolds(c clock.WithDelayedExecution, activate activateFunc, starvation time.Duration) *holds {
-	return &holds{clock: c, activate: activate, book: hold.NewBook(starvation), refusedAt: map[string]time.Time{},
+	return &holds{clock: c, activate: activate, book: hold.NewBook(starvation), inCycle: map[string]bool{},
 		waiting: map[string]*v1.Pod{}}
 }
 
@@ -103,19 +101,44 @@ func (h *holds) hold(p *hold.Pod, inCycle bool) *hold.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if inCycle {
-		h.refusedAt[p.Key] = h.clock.Now()
+		h.inCycle[p.Key] = false
 	}
 	return h.book.Hold(p, h.clock.Now())
 }
 
-// forget drops a pod that was let in or went away; it returns its entry,
-// and whether it was refused in a cycle less than inFlightWindow ago.
-func (h *holds) forget(uid types.UID) (*hold.Pod, bool) {
+// letIn takes a pod let in off the book and returns its entry (nil when
+// it was not held). When it was refused in a cycle PreEnqueue has not
+// seen it leave, an echo is owed (see enqueued).
+func (h *holds) letIn(uid types.UID) *hold.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	at, ok := h.refusedAt[string(uid)]
-	delete(h.refusedAt, string(uid))
-	return h.book.Remove(string(uid)), ok && h.clock.Since(at) < inFlightWindow
+	p := h.book.Remove(string(uid))
+	if _, ok := h.inCycle[string(uid)]; ok && p != nil {
+		h.inCycle[string(uid)] = true
+	}
+	return p
+}
+
+// forget drops a pod that went away (deleted or bound) and returns its
+// entry (nil when it was not held).
+func (h *holds) forget(uid types.UID) *hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.inCycle, string(uid))
+	return h.book.Remove(string(uid))
+}
+
+// enqueued notes that PreEnqueue saw the pod (so it is not in a cycle),
+// and reports whether an echo is owed: it was let in while it may have
+// been in its cycle, and the queue may have put it in the backoff queue.
+func (h *holds) enqueued(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	owed, ok := h.inCycle[string(uid)]
+	if ok {
+		delete(h.inCycle, string(uid))
+	}
+	return owed
 }
 
 // get returns the pod's entry, or nil when it is not held.
@@ -176,19 +199,20 @@ func (h *holds) kinds() map[string]int {
 	return out
 }
 
-// send activates pods (let in, their room held); those in recent, refused
-// in a cycle moments ago, are activated again once the cycle is surely
-// over.
-func (h *holds) send(logger klog.Logger, pods, recent map[string]*v1.Pod) {
+// send activates pods (let in, their room held).
+func (h *holds) send(logger klog.Logger, pods map[string]*v1.Pod) {
 	if len(pods) == 0 {
 		return
 	}
 	logger.V(4).Info("Letting in pods held by quota", "count", len(pods))
 	h.activate(logger, pods)
-	if recent != nil {
-		h.clock.AfterFunc(reactivateAfter, func() {
-			logger.V(4).Info("Activating pods refused moments before, again", "count", len(recent))
-			h.activate(logger, recent)
-		})
-	}
+}
+
+// echo activates a pod let in during its scheduling cycle once more, off
+// the scheduling queue's lock (PreEnqueue runs under it; Activate takes
+// it): the queue put it in the backoff queue, and this moves it to the
+// active queue.
+func (h *holds) echo(logger klog.Logger, pod *v1.Pod) {
+	logger.V(4).Info("Activating a pod let in during its scheduling cycle, again", "pod", klog.KObj(pod))
+	h.clock.AfterFunc(0, func() { h.activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod}) })
 }

@@ -100,7 +100,7 @@ func sameLimit(a, b error) bool {
 // new reason) without blocking those behind it. replace: place each again
 // (a config change); else the request it was held with stands.
 func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
-	var in, recent map[string]*v1.Pod
+	var in map[string]*v1.Pod
 	var opened []*hold.Pod
 	for _, c := range cands {
 		pod, ok := c.Obj.(*v1.Pod)
@@ -118,8 +118,7 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 			}
 			continue
 		}
-		entry, inFlight := pl.held.forget(pod.UID)
-		if entry == nil {
+		if pl.held.letIn(pod.UID) == nil {
 			// Gone meanwhile (its delete may have been handled before the
 			// admission), or let in by PreEnqueue: the room goes with it;
 			// PreFilter decides without it.
@@ -130,19 +129,13 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 			in = map[string]*v1.Pod{}
 		}
 		in[pod.Namespace+"/"+pod.Name] = pod
-		if inFlight {
-			if recent == nil {
-				recent = map[string]*v1.Pod{}
-			}
-			recent[pod.Namespace+"/"+pod.Name] = pod
-		}
 		metrics.RecordLetIn()
 		pl.status.admitted(pod)
 		if hold.KindOf(c.Reason) != hold.KindBehind {
 			opened = append(opened, c)
 		}
 	}
-	pl.held.send(logger, in, recent)
+	pl.held.send(logger, in)
 	// Pods held behind a starving pod that was let in may go now.
 	for _, c := range opened {
 		if behind := pl.behind(c); len(behind) > 0 {
@@ -187,7 +180,7 @@ func (pl *Plugin) onSharesChange(logger klog.Logger) {
 // a let-in racing this one (room admitted, hold not yet taken) then finds
 // no hold and drops the room itself.
 func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
-	entry, _ := pl.held.forget(uid)
+	entry := pl.held.forget(uid)
 	pl.dropRoom(logger, uid)
 	pl.status.forget(uid)
 	if entry != nil {

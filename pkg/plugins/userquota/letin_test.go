@@ -133,18 +133,19 @@ func TestActivateAfterRelease(t *testing.T) {
 	}
 }
 
-// TestActivateAgainAfterTheCycle: a pod refused moments before room frees
-// may still be in its scheduling cycle, where an Activate only sends it to
-// the backoff queue; it is activated again once the cycle is surely over.
-// A pod refused long before is activated once.
-func TestActivateAgainAfterTheCycle(t *testing.T) {
+// TestEchoAfterTheCycle: a pod let in while it may still be in the
+// scheduling cycle that refused it is activated once more at its next
+// PreEnqueue (the cycle's end, when the queue may put it in the backoff
+// queue), off the queue's lock; a pod held at PreEnqueue, never in a
+// cycle, is activated once.
+func TestEchoAfterTheCycle(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		refusedAt time.Duration // before the release
+		inCycle   bool
 		wantCalls int
 	}{
-		{"refused just now", 0, 2},
-		{"refused long before", -time.Minute, 1},
+		{"refused in a cycle", true, 2},
+		{"held at PreEnqueue", false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Now())
@@ -153,73 +154,92 @@ func TestActivateAgainAfterTheCycle(t *testing.T) {
 			e.mustSchedule(held)
 			e.bind(held)
 			waits := userPod("sue-waits", "sue", "", "sandbox", "1")
-			if _, s := e.preFilter(waits); s.Code() != fwk.UnschedulableAndUnresolvable {
-				t.Fatalf("PreFilter = %v, want a refusal", s)
+			e.create(waits)
+			e.waitFor("the pod in the informer", func() bool { return !e.pl.gone(waits) })
+			var s *fwk.Status
+			if tc.inCycle {
+				_, s = e.preFilter(waits)
+			} else {
+				s = e.pl.PreEnqueue(e.ctx, waits)
+			}
+			if s.Code() != fwk.UnschedulableAndUnresolvable {
+				t.Fatalf("refusal = %v, want UnschedulableAndUnresolvable", s)
 			}
 			e.barrier()
-			clk.Step(-tc.refusedAt)
 			e.activator.reset()
 			e.delete(held)
-			// The release and its activation ran in the handler of the
-			// delete: every event before the barrier's was handled.
+			// The release and its let-in ran in the handler of the delete:
+			// every event before the barrier's was handled.
 			e.barrier()
-			callsNow := func() [][]string {
-				e.activator.mu.Lock()
-				defer e.activator.mu.Unlock()
-				return append([][]string(nil), e.activator.calls...)
-			}
-			if n := len(callsNow()); n != 1 {
+			if n := len(e.activator.callsSoFar()); n != 1 {
 				t.Fatalf("%d Activate calls at the release, want 1", n)
 			}
-			// A second activation is a timer: due reactivateAfter later,
-			// and only for a pod refused moments before.
+			if clk.HasWaiters() {
+				t.Fatal("an activation is pending before the pod reached PreEnqueue")
+			}
+			// The cycle ends (or Activate moves the pod): PreEnqueue passes
+			// it, its room held.
+			if s := e.pl.PreEnqueue(e.ctx, waits); !s.IsSuccess() {
+				t.Fatalf("PreEnqueue after the let-in = %v, want success", s)
+			}
 			if pending := clk.HasWaiters(); pending != (tc.wantCalls == 2) {
-				t.Fatalf("re-activation pending: %v, want %v", pending, tc.wantCalls == 2)
+				t.Fatalf("echo pending: %v, want %v", pending, tc.wantCalls == 2)
 			}
-			clk.Step(reactivateAfter - time.Millisecond)
-			if n := len(callsNow()); n != 1 {
-				t.Fatalf("%d Activate calls before reactivateAfter, want 1", n)
+			clk.Step(0)
+			e.waitFor(fmt.Sprintf("%d Activate calls", tc.wantCalls), func() bool { return len(e.activator.callsSoFar()) >= tc.wantCalls })
+			// Once: the echo's own PreEnqueue owes nothing.
+			if s := e.pl.PreEnqueue(e.ctx, waits); !s.IsSuccess() {
+				t.Fatalf("PreEnqueue of the echo = %v, want success", s)
 			}
-			clk.Step(time.Millisecond)
-			e.waitFor(fmt.Sprintf("%d Activate calls", tc.wantCalls), func() bool { return len(callsNow()) >= tc.wantCalls })
-			calls := callsNow()
-			if len(calls) != tc.wantCalls {
-				t.Fatalf("Activate calls %v, want %d", calls, tc.wantCalls)
+			if clk.HasWaiters() {
+				t.Error("a second echo is pending")
 			}
-			for _, c := range calls {
-				if diff := cmp.Diff([]string{"ns1/sue-waits"}, c); diff != "" {
-					t.Errorf("activated (-want,+got):\n%s", diff)
-				}
+			want := [][]string{{"ns1/sue-waits"}, {"ns1/sue-waits"}}[:tc.wantCalls]
+			if diff := cmp.Diff(want, e.activator.callsSoFar()); diff != "" {
+				t.Errorf("activated (-want,+got):\n%s", diff)
 			}
 		})
 	}
 }
 
 // TestActivationReachesAnInFlightPod runs the race on kube-scheduler's own
-// scheduling queue: room frees while the refused pod is still in its
-// cycle. The queue turns that Activate into a backoff (10 s here); the
-// second Activate moves the pod to the active queue within moments.
+// scheduling queue, with UserQuota's PreEnqueue: room frees while the
+// refused pod is still in its cycle, and the cycle ends a second later (a
+// loaded machine). The queue turns that Activate into a backoff (10 s
+// here); the echo from PreEnqueue at the cycle's end moves the pod to the
+// active queue.
 func TestActivationReachesAnInFlightPod(t *testing.T) {
-	e := newEnv(t, envOptions{config: perUserConfig})
+	clk := testingclock.NewFakeClock(time.Now())
+	e := newEnv(t, envOptions{config: perUserConfig, clock: clk})
 	q := queue.NewTestQueue(e.ctx, func(a, b fwk.QueuedPodInfo) bool { return a.GetTimestamp().Before(b.GetTimestamp()) },
-		queue.WithPodInitialBackoffDuration(10*time.Second), queue.WithPodMaxBackoffDuration(10*time.Second))
+		queue.WithPodInitialBackoffDuration(10*time.Second), queue.WithPodMaxBackoffDuration(10*time.Second),
+		queue.WithPreEnqueuePluginMap(map[string]map[string]fwk.PreEnqueuePlugin{profileName: {Name: e.pl}}))
 	e.activator.forward(q)
 	logger := klog.FromContext(e.ctx)
 
-	held := userPod("sue-held", "sue", "", "sandbox", "2")
-	e.mustSchedule(held)
-	e.bind(held)
+	// sue-waits passes the door, its room held; a config change drops
+	// that room (as UnadmitAll does) and sue-held takes it: the race
+	// that refuses an admitted pod in its cycle.
 	waits := userPod("sue-waits", "sue", "", "sandbox", "1")
+	e.create(waits)
+	e.waitFor("the pod in the informer", func() bool { return !e.pl.gone(waits) })
 	q.Add(logger, waits)
 	pInfo, err := q.Pop(logger) // the cycle starts: the pod is in flight
 	if err != nil || pInfo.Pod.UID != waits.UID {
 		t.Fatalf("Pop = %v, %v", pInfo, err)
 	}
+	if _, ok := e.pl.ugm.Unadmit(string(waits.UID)); !ok {
+		t.Fatal("sue-waits passed the door without room held")
+	}
+	held := userPod("sue-held", "sue", "", "sandbox", "2")
+	e.mustSchedule(held)
+	e.bind(held)
 	if _, s := e.preFilter(waits); s.Code() != fwk.UnschedulableAndUnresolvable {
 		t.Fatalf("PreFilter = %v, want a refusal", s)
 	}
 	e.delete(held) // room frees before the cycle ends
 	e.waitFor("the first Activate", func() bool { return len(e.activator.activated()) > 0 })
+	clk.Step(time.Second) // a slow cycle
 	pInfo.UnschedulablePlugins = sets.New(Name)
 	if err := q.AddUnschedulableIfNotPresent(logger, pInfo, q.SchedulingCycle()); err != nil {
 		t.Fatal(err)
@@ -227,6 +247,7 @@ func TestActivationReachesAnInFlightPod(t *testing.T) {
 	if got := q.PodsInBackoffQ(); len(got) != 1 {
 		t.Fatalf("after the cycle the pod is in the backoff queue, want it there first; backoff queue %v", got)
 	}
+	clk.Step(0) // the echo
 	e.waitFor("the pod in the active queue", func() bool {
 		active := q.PodsInActiveQ()
 		return len(active) == 1 && active[0].UID == waits.UID

@@ -28,6 +28,8 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if pl.held.starting(pod) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "UserQuota is accounting the pods already running (start-up)")
 	}
+	// Here the pod is out of any scheduling cycle.
+	echo := pl.held.enqueued(pod.UID)
 	req, reason := pl.admitPod(pod, nil)
 	if reason == nil && pl.gone(pod) {
 		// Deleted meanwhile: its delete may have been handled before the
@@ -38,8 +40,14 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	if reason == nil {
-		if held, _ := pl.held.forget(pod.UID); held != nil {
-			klog.FromContext(ctx).V(4).Info("Pod let in", "pod", klog.KObj(pod))
+		logger := klog.FromContext(ctx)
+		if pl.held.letIn(pod.UID) != nil {
+			logger.V(4).Info("Pod let in", "pod", klog.KObj(pod))
+		}
+		if echo {
+			// Let in during its cycle: this call may be the queue putting
+			// it in the backoff queue.
+			pl.held.echo(logger, pod)
 		}
 		pl.status.admitted(pod)
 		return nil
