@@ -35,7 +35,8 @@ type Pod struct {
 	// Since is when it was first held (kept while it stays held); the book
 	// sets it.
 	Since time.Time
-	// Obj is the caller's object for the pod (the scheduler's *v1.Pod).
+	// Obj is the caller's own object for the pod, if it keeps one (the
+	// simulator does; the scheduler looks the current one up by Name).
 	Obj any
 
 	block block

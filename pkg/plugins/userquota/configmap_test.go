@@ -58,6 +58,7 @@ func refusedUnderSandbox(t *testing.T, e *env) (sueWaits, newqWaits *v1.Pod) {
 		sueWaits:  `user "sue" would exceed maxresources in root.sandbox: cpu 2+1 > 2`,
 		newqWaits: `queue "newq" (from label userquota.io/queue) does not exist in the queue config`,
 	} {
+		e.pending(p)
 		if _, s := e.preFilter(p); s.Message() != want {
 			t.Fatalf("PreFilter(%s) = %v, want %q", p.Name, s, want)
 		}

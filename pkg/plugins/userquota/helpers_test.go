@@ -286,6 +286,11 @@ func (e *env) bind(pod *v1.Pod) *v1.Pod {
 		p.Status.Phase = v1.PodRunning
 	}
 	got, err := e.cs.CoreV1().Pods(p.Namespace).Create(e.ctx, p, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Pending in the cluster (pending): bind it.
+		got = e.update(pod, func(q *v1.Pod) { q.Spec.NodeName, q.Status.Phase = p.Spec.NodeName, p.Status.Phase })
+		err = nil
+	}
 	if err != nil {
 		e.t.Fatalf("creating pod %s: %v", p.Name, err)
 	}
@@ -313,6 +318,20 @@ func (e *env) create(pod *v1.Pod) {
 	e.t.Helper()
 	if _, err := e.cs.CoreV1().Pods(pod.Namespace).Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
+	}
+}
+
+// pending creates pod in the cluster, unless the informer has it, and
+// waits for the informer: a pod in the scheduling queue exists.
+func (e *env) pending(pod *v1.Pod) {
+	e.t.Helper()
+	has := func() bool {
+		_, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
+		return err == nil
+	}
+	if !has() {
+		e.create(pod)
+		e.waitFor("the pod in the informer", has)
 	}
 }
 

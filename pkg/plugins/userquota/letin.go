@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
@@ -71,7 +72,7 @@ func (pl *Plugin) gone(pod *v1.Pod) bool {
 // it changed. inCycle: refused in a scheduling cycle (PreFilter).
 func (pl *Plugin) holdPod(pod *v1.Pod, req *ugm.Request, reason error, inCycle bool) {
 	p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Request: req, Reason: reason,
-		Priority: podPriority(pod), Created: pod.CreationTimestamp.Time, Obj: pod}
+		Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
 	old := pl.held.hold(p, inCycle)
 	if old == nil || hold.KindOf(old.Reason) != hold.KindOf(reason) || !sameLimit(old.Reason, reason) {
 		metrics.RecordHold(string(hold.KindOf(reason)))
@@ -103,8 +104,8 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 	var in map[string]*v1.Pod
 	var opened []*hold.Pod
 	for _, c := range cands {
-		pod, ok := c.Obj.(*v1.Pod)
-		if !ok {
+		pod := pl.current(c)
+		if pod == nil {
 			continue
 		}
 		placed := c.Request
@@ -142,6 +143,22 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 			pl.letIn(logger, behind, false)
 		}
 	}
+}
+
+// current returns the informer's object for a held pod, or nil when the
+// pod is gone (its delete is on its way to forgetPod). The book keeps no
+// object of its own: the status patch that says held replaces it, and a
+// copy kept would keep two versions of every held pod alive.
+func (pl *Plugin) current(p *hold.Pod) *v1.Pod {
+	ns, name, err := cache.SplitMetaNamespaceKey(p.Name)
+	if err != nil {
+		return nil
+	}
+	pod, err := pl.pods.Pods(ns).Get(name)
+	if err != nil || string(pod.UID) != p.Key {
+		return nil
+	}
+	return pod
 }
 
 // behind returns the pods held behind p (KindBehind on p's limit).

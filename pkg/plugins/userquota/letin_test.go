@@ -100,11 +100,11 @@ func TestActivateAfterRelease(t *testing.T) {
 				e.bind(p)
 			}
 			for _, p := range append([]*v1.Pod{sueGone}, waiting["ns1/sue-waits"], waiting["ns1/bob-waits"], waiting["ns1/team-waits"]) {
+				e.pending(p)
 				if _, s := e.preFilter(p); s.Code() != fwk.UnschedulableAndUnresolvable {
 					t.Fatalf("PreFilter(%s) = %v, want a refusal", p.Name, s)
 				}
 			}
-			e.create(sueGone)
 			e.delete(sueGone)
 			e.barrier()
 			e.activator.reset()
@@ -154,8 +154,7 @@ func TestEchoAfterTheCycle(t *testing.T) {
 			e.mustSchedule(held)
 			e.bind(held)
 			waits := userPod("sue-waits", "sue", "", "sandbox", "1")
-			e.create(waits)
-			e.waitFor("the pod in the informer", func() bool { return !e.pl.gone(waits) })
+			e.pending(waits)
 			var s *fwk.Status
 			if tc.inCycle {
 				_, s = e.preFilter(waits)
@@ -221,8 +220,7 @@ func TestActivationReachesAnInFlightPod(t *testing.T) {
 	// that room (as UnadmitAll does) and sue-held takes it: the race
 	// that refuses an admitted pod in its cycle.
 	waits := userPod("sue-waits", "sue", "", "sandbox", "1")
-	e.create(waits)
-	e.waitFor("the pod in the informer", func() bool { return !e.pl.gone(waits) })
+	e.pending(waits)
 	q.Add(logger, waits)
 	pInfo, err := q.Pop(logger) // the cycle starts: the pod is in flight
 	if err != nil || pInfo.Pod.UID != waits.UID {
@@ -267,6 +265,7 @@ func TestActivateAfterUnreserve(t *testing.T) {
 		t.Fatalf("Reserve: %v", s)
 	}
 	for _, p := range []*v1.Pod{userPod("sue-waits", "sue", "", "sandbox", "1"), userPod("bob-bad", "bob", "", "nope", "1")} {
+		e.pending(p)
 		if _, s := e.preFilter(p); s.IsSuccess() {
 			t.Fatalf("PreFilter(%s) passed, want a refusal", p.Name)
 		}

@@ -305,6 +305,7 @@ func TestReserveRefusedAfterChange(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{config: sandboxConfig})
+			e.pending(tc.second)
 			s1, st1 := e.preFilter(tc.first)
 			s2, st2 := e.preFilter(tc.second)
 			if !st1.IsSuccess() || !st2.IsSuccess() {

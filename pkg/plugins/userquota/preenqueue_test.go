@@ -57,13 +57,7 @@ func (e *env) heldEvents(name string) []string {
 // exists) and runs PreEnqueue on it.
 func (e *env) preEnqueue(pod *v1.Pod) *fwk.Status {
 	e.t.Helper()
-	if _, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name); err != nil {
-		e.create(pod)
-		e.waitFor("the pod in the informer", func() bool {
-			_, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
-			return err == nil
-		})
-	}
+	e.pending(pod)
 	return e.pl.PreEnqueue(e.ctx, pod)
 }
 

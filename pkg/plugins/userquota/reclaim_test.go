@@ -51,11 +51,7 @@ func TestPostFilterEligibility(t *testing.T) {
 	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
 	postFilter := func(pod *v1.Pod) statusOf {
 		t.Helper()
-		e.create(pod)
-		e.waitFor("the pod in the informer", func() bool {
-			_, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
-			return err == nil
-		})
+		e.pending(pod)
 		state, _ := e.preFilter(pod)
 		_, s := e.pl.PostFilter(e.ctx, state, pod, framework.NewDefaultNodeToStatus())
 		return summary(s)

@@ -70,8 +70,7 @@ func TestHeldPodsInTheSchedulingQueue(t *testing.T) {
 	e.mustSchedule(running)
 	running = e.bind(running)
 	waits := userPod("sue-waits", "sue", "", "sandbox", "1")
-	e.create(waits)
-	e.waitFor("the pod in the informer", func() bool { return !e.pl.gone(waits) })
+	e.pending(waits)
 	before := unschedulable()
 	q.Add(logger, waits)
 	if pre.calls.Load() != 1 || !strings.Contains(where(), "activeQ:0") || !strings.Contains(where(), "unschedulablePods:1") {

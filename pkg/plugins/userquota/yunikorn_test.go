@@ -55,6 +55,7 @@ func TestYuniKornMetadata(t *testing.T) {
 			if diff := cmp.Diff(want, snapshot(e.pl)); diff != "" {
 				t.Errorf("usage (-want,+got):\n%s", diff)
 			}
+			e.pending(p2)
 			_, s := e.preFilter(p2)
 			if diff := cmp.Diff(wantRefusal, summary(s)); diff != "" {
 				t.Errorf("PreFilter (-want,+got):\n%s", diff)
