@@ -112,8 +112,10 @@ type backlogResult struct {
 	WritesTotal float64            `json:"apiWritesTotal"`
 	// PeakRSS is the scheduler's peak resident set (VmHWM) at the end.
 	PeakRSS float64 `json:"peakRSSBytes"`
-	// Profile is the CPU profile's file under -out (-pprof).
-	Profile string `json:"cpuProfile,omitempty"`
+	// Profile is the CPU profile's file under -out (-pprof); HeapProfile
+	// the heap's, taken when the writes settled.
+	Profile     string `json:"cpuProfile,omitempty"`
+	HeapProfile string `json:"heapProfile,omitempty"`
 }
 
 func (r *backlogResult) summary() string {
@@ -345,6 +347,12 @@ func (c *cluster) runBacklog(t *testing.T, w workload, pc perfCase, n, held, run
 		}
 	}
 	waitProfile()
+	if *pprofFlag > 0 && *outDir != "" {
+		r.HeapProfile = filepath.Join("pprof", fmt.Sprintf("run%d-%s-heap.pb.gz", run, pc.name))
+		if err := s.heapProfile(ctx, r.HeapProfile); err != nil {
+			r.Errors = append(r.Errors, fmt.Sprintf("heap profile: %v", err))
+		}
+	}
 	r.PeakRSS = s.peakRSSBytes()
 	r.Metrics.RSS = s.rssBytes()
 	raw, m, err := s.metrics(ctx)

@@ -532,6 +532,22 @@ func profileTops(rs []*backlogResult) string {
 		}
 		b.WriteString("```\n")
 	}
+	for _, r := range rs {
+		if r.HeapProfile == "" || *outDir == "" {
+			continue
+		}
+		path := filepath.Join(*outDir, r.HeapProfile)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### run %d %s, heap in use when the writes settled (%s)\n\n`go tool pprof -top -sample_index=inuse_space -nodecount=15 PROFILE`\n\n```\n", r.Run, r.Case, r.HeapProfile)
+		out, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=15", path).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(&b, "go tool pprof: %v\n", err)
+		}
+		b.Write(out)
+		b.WriteString("```\n")
+	}
 	return b.String()
 }
 

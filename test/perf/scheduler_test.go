@@ -201,14 +201,24 @@ func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, erro
 
 // cpuProfile fetches /debug/pprof/profile for d and writes it under -out.
 func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	return s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), d+30*time.Second, name)
+}
+
+// heapProfile fetches /debug/pprof/heap after a garbage collection (gc=1:
+// in-use figures are what is live) and writes it under -out.
+func (s *schedulerProcess) heapProfile(ctx context.Context, name string) error {
+	return s.profile(ctx, "/debug/pprof/heap?gc=1", 30*time.Second, name)
+}
+
+func (s *schedulerProcess) profile(ctx context.Context, path string, timeout time.Duration, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	code, b, err := s.Get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), s.token)
+	code, b, err := s.Get(ctx, path, s.token)
 	if err != nil {
 		return err
 	}
 	if code != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/profile: %d %s: %.300s", code, http.StatusText(code), b)
+		return fmt.Errorf("GET %s: %d %s: %.300s", path, code, http.StatusText(code), b)
 	}
 	writeRaw(name, b)
 	return nil
