@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -14,6 +16,24 @@ import (
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/ugm"
 )
+
+// barePlugin is a Plugin without a framework, for what needs none: ugm and
+// the ledger under config, the hold book (each Activate adds to
+// activated), a status writer that never leads, and a pod lister over the
+// store it returns (a let-in finds held pods there).
+func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.Store) {
+	m := ugm.New()
+	m.SetConfig(queueconfigtest.MustPartition(tb, config))
+	args := Args{}
+	args.SetDefaults()
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: corelisters.NewPodLister(pods),
+		held:   newHolds(clock.RealClock{}, func(_ klog.Logger, ps map[string]*v1.Pod) { *activated += len(ps) }, 0),
+		status: newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
+	}
+	pl.elastic = newElasticQuotas(m, clock.RealClock{})
+	return pl, pods
+}
 
 // letInConfig: every user may run 1 cpu in root.q.
 const letInConfig = `
@@ -43,16 +63,9 @@ func BenchmarkLetIn(b *testing.B) {
 }
 
 func benchLetIn(b *testing.B, users, perUser int) {
-	m := ugm.New()
-	m.SetConfig(queueconfigtest.MustPartition(b, letInConfig))
-	args := Args{}
-	args.SetDefaults()
 	activated := 0
-	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m),
-		held:   newHolds(clock.RealClock{}, func(_ klog.Logger, pods map[string]*v1.Pod) { activated += len(pods) }, 0),
-		status: newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
-	}
-	pl.elastic = newElasticQuotas(m, clock.RealClock{})
+	pl, pods := barePlugin(b, letInConfig, &activated)
+	m := pl.ugm
 	logger := klog.Background()
 	type user struct {
 		running *v1.Pod
@@ -76,6 +89,9 @@ func benchLetIn(b *testing.B, users, perUser int) {
 			d := m.Decide(string(p.UID), pl.placer(p), false)
 			if d.Err == nil {
 				b.Fatalf("%s fits", p.Name)
+			}
+			if err := pods.Add(p); err != nil {
+				b.Fatal(err)
 			}
 			pl.holdPod(p, &d.Request, d.Err, false)
 			all[u].held = append(all[u].held, p)

@@ -5,23 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 
-	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/podmeta"
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
-	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // perUserConfig gives every user 2 cpu in root.sandbox, and the queue
@@ -410,16 +404,9 @@ func TestQueueingHints(t *testing.T) {
 // held: the delete takes the hold off first, so the room it drops cannot
 // be admitted again to the same, gone, pod.
 func TestForgetPodDropsRoomForGood(t *testing.T) {
-	m := ugm.New()
-	m.SetConfig(queueconfigtest.MustPartition(t, letInConfig))
-	args := Args{}
-	args.SetDefaults()
 	activated := 0
-	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m),
-		held:   newHolds(clock.RealClock{}, func(_ klog.Logger, pods map[string]*v1.Pod) { activated += len(pods) }, 0),
-		status: newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
-	}
-	pl.elastic = newElasticQuotas(m, clock.RealClock{})
+	pl, _ := barePlugin(t, letInConfig, &activated)
+	m := pl.ugm
 	logger := klog.Background()
 
 	run := userPod("sue-run", "sue", "", "root.q", "1")
