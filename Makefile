@@ -123,7 +123,7 @@ bench-scheduler: build ## throughput (1000 nodes, 10000 pods, 4 cases incl. the 
 bench-scheduler-smoke: build ## the benchmark harness on 100 nodes: throughput (1000 pods, 3 cases), backlog and floor (1000 pods, 800 held), 2000-pod recovery, one run each (CI smoke, no timing assertion)
 	cd test/perf && $(GO) test -count=1 -timeout=10m -run='^(TestWorkload|TestThroughput|TestBacklog|TestRecovery)$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(BENCH_OUT))-smoke -nodes=100 -pods=1000 -users=100 -queues=10 -runs=1 -warmup=false \
-	  -case=baseline,userquota,refused,backlog,floor -backlog-pods=1000 -backlog-held=0.8 \
+	  -case=baseline,userquota,refused,backlog,floor -backlog-pods=1000 -backlog-held=0.8 -status-qps=5000 \
 	  -recovery-pods=2000 -recovery-runs=1
 
 # Soak (docs/reliability.md): the local control plane and two scheduler
