@@ -72,12 +72,6 @@ func Intern(name string) ID {
 	return id
 }
 
-// Lookup returns the ID of name without interning it.
-func Lookup(name string) (ID, bool) {
-	id, ok := registry.table.Load().ids[CanonicalName(name)]
-	return id, ok
-}
-
 // Name returns the resource name of id.
 func (id ID) Name() string {
 	names := registry.table.Load().names

@@ -56,7 +56,6 @@ type podRec struct {
 	refusedAt          time.Time // when that message was first seen
 	fitSince           time.Time
 	heldBehind         bool // seen fitting while kept behind a starving pod
-	deleteSent         bool
 }
 
 func (p *podRec) pending() bool {
@@ -594,14 +593,6 @@ func (h *history) counters() counters {
 func (h *history) setNoScheduler(v bool) {
 	h.mu.Lock()
 	h.noScheduler = v
-	h.mu.Unlock()
-}
-
-func (h *history) markDeleteSent(key string) {
-	h.mu.Lock()
-	if p := h.pods[key]; p != nil {
-		p.deleteSent = true
-	}
 	h.mu.Unlock()
 }
 
