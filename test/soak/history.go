@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -427,12 +428,19 @@ func (h *history) violate(msg string) {
 
 // fits reports whether a pending pod fits now under every config version
 // that may be in force, against the true usage.
-func (h *history) fits(p *podRec, cfgs []*qconfig) bool {
-	if h.model.conflict(p.charge) != "" {
+func (h *history) fits(p *podRec, cfgs []*qconfig) bool { return h.fitsOn(p, cfgs, true) }
+
+// fitsAlone reports whether a pending pod would fit if nothing else ran:
+// one whose request alone exceeds a limit can never fit there.
+func (h *history) fitsAlone(p *podRec, cfgs []*qconfig) bool { return h.fitsOn(p, cfgs, false) }
+
+// fitsOn is fits, on the true usage or (usage false) on none.
+func (h *history) fitsOn(p *podRec, cfgs []*qconfig, usage bool) bool {
+	if usage && h.model.conflict(p.charge) != "" {
 		return false
 	}
 	group := h.model.groupFor(p.charge)
-	newApp := h.model.appPods[p.charge.app] == 0
+	newApp := !usage || h.model.appPods[p.charge.app] == 0
 	ents := []who{{kind: "user", name: p.charge.user}}
 	if group != "" {
 		ents = append(ents, who{kind: "group", name: group})
@@ -450,7 +458,7 @@ func (h *history) fits(p *podRec, cfgs []*qconfig) bool {
 			}
 			after := vec{}
 			apps := 0
-			if n := h.model.node(w, q); n != nil {
+			if n := h.model.node(w, q); n != nil && usage {
 				after = n.res.clone()
 				apps = len(n.apps)
 			}
@@ -483,7 +491,7 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			p.fitSince = time.Time{}
 			continue
 		}
-		if !h.fits(p, cfgs) || h.keptBehind(p) {
+		if !h.fits(p, cfgs) || h.keptBehind(p) || h.starvingAhead(p, cfgs, now) != nil {
 			p.fitSince = time.Time{}
 			continue
 		}
@@ -534,6 +542,50 @@ func (h *history) keptBehind(p *podRec) bool {
 		h.c.heldBehind++
 	}
 	return true
+}
+
+// starvingAhead returns a pending pod ahead of p that the scheduler may
+// be keeping room for (the starvation barrier) before p's status says so:
+// refused, created before p and more than the starvation wait ago, not
+// fitting now but able to fit alone (the barrier keeps no room for a pod
+// that can never fit), and held by a limit p counts against. The plugin's status
+// client writes at 20/s, so after a config change re-holds many pods, a
+// held pod's status can lag its reason by seconds (keptBehind reads the
+// status). Priorities are not compared: the soak's pods share one.
+func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) *podRec {
+	for _, q := range h.pods {
+		if q == p || !q.pending() || !q.refused || !q.created.Before(p.created) ||
+			now.Sub(q.created) <= hold.DefaultStarvation || !limitCounts(q.refusal, p.charge) || h.fits(q, cfgs) || !h.fitsAlone(q, cfgs) {
+			continue
+		}
+		if !p.heldBehind {
+			p.heldBehind = true
+			h.c.heldBehind++
+		}
+		return q
+	}
+	return nil
+}
+
+// limitCounts reports whether a pod with charge c counts against the
+// limit a refusal message names (who, as the plugin words it: user "x",
+// group "g", queue q), as hold.Affects does for the scheduler's own
+// reasons. A message naming no such limit (a pod waiting behind another,
+// a placement error) counts for nobody.
+func limitCounts(refusal string, c podCharge) bool {
+	msg := strings.TrimPrefix(refusal, "held by quota: ")
+	switch {
+	case strings.HasPrefix(msg, "user \""):
+		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "user \""), "\"")
+		return name == c.user
+	case strings.HasPrefix(msg, "group \""):
+		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "group \""), "\"")
+		return (name == "*" && len(c.groups) > 0) || slices.Contains(c.groups, name)
+	case strings.HasPrefix(msg, "queue "):
+		q, _, _ := strings.Cut(strings.TrimPrefix(msg, "queue "), " ")
+		return c.queue == q || strings.HasPrefix(c.queue, q+".")
+	}
+	return false
 }
 
 // staticCheck: no user, group or queue is above the loosest limit of the

@@ -342,6 +342,93 @@ func TestHistoryPodKeptBehind(t *testing.T) {
 	}
 }
 
+// A pod that fits but may be kept behind a starving pod whose room the
+// scheduler keeps (refused, older than the starvation wait, not fitting
+// now but able to fit alone, held by a limit the pod counts against)
+// waits by policy before its own status says so; behind a younger pod, a
+// pod that can never fit, or once that pod is gone, the wait counts.
+func TestHistoryPodBehindAStarvingPod(t *testing.T) {
+	// testConfig: u011 may run cpu 1625m in root. It runs 1500m; the pod
+	// ahead asks for 1000m (or, never fitting, 2000m), the waiting pod
+	// for 100m.
+	const userLimit = `held by quota: user "u011" would exceed maxresources in root: cpu 1500m+1 > 1625m`
+	for _, tc := range []struct {
+		name    string
+		age     time.Duration // of the pod ahead
+		cpu     string        // its request
+		message string        // its refusal
+		exempt  bool
+	}{
+		{"starving, same user's limit", 3 * time.Minute, "1", userLimit, true},
+		{"starving, a queue on the path", 3 * time.Minute, "1", `held by quota: queue root.alpha would exceed max: cpu 10000m+1 > 10028m`, true},
+		{"not starving yet", time.Minute, "1", userLimit, false},
+		{"starving, can never fit", 3 * time.Minute, "2", userLimit, false},
+		{"starving, another user's limit", 3 * time.Minute, "1", `held by quota: user "u012" would exceed maxresources in root: cpu 1+1 > 1625m`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig(t)
+			h := newHistory(c, nil)
+			v := h.addVersion(c)
+			v.applied = time.Now()
+			run := testPod("run", "u011", []string{"g1"}, "root.alpha.a1", "1500m")
+			run.Spec.NodeName = "node-0"
+			put(t, h, 1, run)
+			big := testPod("big", "u011", []string{"g1"}, "root.alpha.a1", tc.cpu)
+			big.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld", Message: tc.message}}
+			put(t, h, 2, big)
+			h.pods[podPrefix+big.Namespace+"/"+big.Name].created = time.Now().Add(-tc.age)
+			w := testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
+			w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
+				Message: `held by quota: user "u011" would exceed maxresources in root: cpu 2500m+100m > 1625m`}}
+			put(t, h, 3, w)
+			now := h.pods[podPrefix+w.Namespace+"/"+w.Name].refusedAt
+			calm := now.Add(-time.Minute)
+			for _, after := range []time.Duration{0, 4 * time.Second, 9 * time.Second, 20 * time.Second} {
+				h.checkWaits(now.Add(after), calm, 5*time.Second)
+			}
+			if got := h.violation == ""; got != tc.exempt {
+				t.Fatalf("exempt %v, want %v (violation %q)", got, tc.exempt, h.violation)
+			}
+			if !tc.exempt {
+				return
+			}
+			if h.c.heldBehind != 1 {
+				t.Errorf("heldBehind %d, want 1", h.c.heldBehind)
+			}
+			del(h, 4, big)
+			h.checkWaits(now.Add(21*time.Second), calm, 5*time.Second)
+			h.checkWaits(now.Add(27*time.Second), calm, 5*time.Second)
+			if !strings.Contains(h.violation, "has fitted every limit for 6.0s") {
+				t.Fatalf("after the pod ahead went: violation %q", h.violation)
+			}
+		})
+	}
+}
+
+func TestLimitCounts(t *testing.T) {
+	c := podCharge{user: "u1", groups: []string{"g1"}, queue: "root.alpha.a1"}
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{`held by quota: user "u1" would exceed maxresources in root: pods 3+1 > 3`, true},
+		{`user "u2" would exceed maxresources in root: pods 3+1 > 3`, false},
+		{`held by quota: group "g1" would exceed maxresources in root.alpha: cpu 1+1 > 1`, true},
+		{`held by quota: group "*" would exceed maxresources in root: pods 8+1 > 8`, true},
+		{`held by quota: group "g2" would exceed maxresources in root: pods 8+1 > 8`, false},
+		{`held by quota: queue root.alpha would exceed max: cpu 4+1 > 4`, true},
+		{`held by quota: queue root.alpha.a1 would exceed max: cpu 4+1 > 4`, true},
+		{`held by quota: queue root.alp would exceed max: cpu 4+1 > 4`, false},
+		{`held by quota: queue root.beta would exceed max: cpu 4+1 > 4`, false},
+		{`held by quota: waiting behind pod soak-a/big, held since 10:00:00`, false},
+		{`0/4 nodes are available`, false},
+	} {
+		if got := limitCounts(tc.msg, c); got != tc.want {
+			t.Errorf("limitCounts(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}
+
 // A pod of an application that runs for another user never fits, and its
 // binding is a violation.
 func TestHistoryApplicationConflict(t *testing.T) {
