@@ -11,8 +11,11 @@ import (
 
 // Window is how many held pods of each limit a release looks at
 // (Released): the work of a release does not grow with the pods held on
-// it. The scheduler plugin and the simulator use it alike.
-const Window = 64
+// it. It is large enough that a small pod behind many larger ones held by
+// the same limit is reached (a Sieve passes over those that cannot fit
+// without deciding on them). The scheduler plugin and the simulator use
+// it alike.
+const Window = 1024
 
 // DefaultStarvation is the default starvation wait (the plugin's
 // starvationWait, the simulator's --starvation).

@@ -103,7 +103,11 @@ func sameLimit(a, b error) bool {
 func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 	var in map[string]*v1.Pod
 	var opened []*hold.Pod
+	sieve := hold.Sieve{}
 	for _, c := range cands {
+		if !replace && sieve.Skip(c.Reason) {
+			continue
+		}
 		pod := pl.current(c)
 		if pod == nil {
 			continue
@@ -114,6 +118,7 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 		}
 		req, reason := pl.admitPod(pod, placed)
 		if reason != nil {
+			sieve.Refused(reason)
 			if pl.held.get(pod.UID) != nil {
 				pl.holdPod(pod, req, reason, false)
 			}

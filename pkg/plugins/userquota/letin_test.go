@@ -127,6 +127,54 @@ func TestActivateAfterRelease(t *testing.T) {
 	}
 }
 
+// crowdConfig: root.crowd may run 4 cpu, nobody has a limit of their own.
+const crowdConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: default
+    - name: crowd
+      resources:
+        max: {vcore: 4}
+`
+
+// TestLetInReachesASmallPodBehindMany: a release tries the pods held by
+// the limits it touched far enough to reach a small pod held behind more
+// larger ones than the let-in of old looked at (64), and lets it in when
+// it fits; the larger ones, which still do not fit, stay held.
+func TestLetInReachesASmallPodBehindMany(t *testing.T) {
+	e := newEnv(t, envOptions{config: crowdConfig})
+	running := userPod("running", "carl", "", "crowd", "3")
+	leaving := userPod("leaving", "dan", "", "crowd", "1")
+	for _, p := range []*v1.Pod{running, leaving} {
+		e.mustSchedule(p)
+		e.bind(p)
+	}
+	var big []*v1.Pod
+	for i := 0; i < 100; i++ {
+		big = append(big, userPod(fmt.Sprintf("big-%03d", i), fmt.Sprintf("u%03d", i), "", "crowd", "2"))
+	}
+	small := userPod("small", "zed", "", "crowd", "1")
+	for _, p := range append(big, small) {
+		if s := e.preEnqueue(p); s.Code() != fwk.UnschedulableAndUnresolvable {
+			t.Fatalf("PreEnqueue(%s) = %v, want held", p.Name, s)
+		}
+	}
+	if got := e.pl.held.book.Len(); got != 101 {
+		t.Fatalf("%d pods held, want 101", got)
+	}
+	e.barrier()
+	e.activator.reset()
+	e.delete(leaving) // 3 of 4 cpu in use: room for the small pod only
+	e.waitFor("the small pod let in", func() bool { return len(e.activator.activated()) > 0 })
+	e.barrier()
+	if diff := cmp.Diff([]string{"ns1/small"}, e.activator.activated()); diff != "" {
+		t.Errorf("activated (-want,+got):\n%s", diff)
+	}
+}
+
 // TestEchoAfterTheCycle: a pod let in while it may still be in the
 // scheduling cycle that refused it is activated once more at its next
 // PreEnqueue (the cycle's end, when the queue may put it in the backoff
