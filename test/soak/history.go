@@ -491,7 +491,11 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			p.fitSince = time.Time{}
 			continue
 		}
-		if !h.fits(p, cfgs) || h.keptBehind(p) || h.starvingAhead(p, cfgs, now) != nil {
+		if !h.fits(p, cfgs) || h.waitsByPolicy(p, cfgs, now) {
+			if !p.heldBehind && h.fits(p, cfgs) {
+				p.heldBehind = true
+				h.c.heldBehind++
+			}
 			p.fitSince = time.Time{}
 			continue
 		}
@@ -534,14 +538,15 @@ func (h *history) keptBehind(p *podRec) bool {
 	name, _, _ := strings.Cut(rest, ",") // namespace/name
 	// Keys are etcd's: a prefix, then namespace/name.
 	q := h.pods[strings.TrimSuffix(p.key, p.ns+"/"+p.name)+name]
-	if q == nil || !q.pending() {
-		return false
-	}
-	if !p.heldBehind {
-		p.heldBehind = true
-		h.c.heldBehind++
-	}
-	return true
+	return q != nil && q.pending()
+}
+
+// waitsByPolicy reports whether p, which fits, may be kept behind a
+// starving pod (the starvation barrier): its status says so, or the
+// history finds such a pod ahead of it. No pod that only waits by policy
+// is a lost let-in, in the wait check or in a quiet check.
+func (h *history) waitsByPolicy(p *podRec, cfgs []*qconfig, now time.Time) bool {
+	return h.keptBehind(p) || h.starvingAhead(p, cfgs, now) != nil
 }
 
 // starvingAhead returns a pending pod ahead of p that the scheduler may
@@ -557,10 +562,6 @@ func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) *podR
 		if q == p || !q.pending() || !q.refused || !q.created.Before(p.created) ||
 			now.Sub(q.created) <= hold.DefaultStarvation || !limitCounts(q.refusal, p.charge) || h.fits(q, cfgs) || !h.fitsAlone(q, cfgs) {
 			continue
-		}
-		if !p.heldBehind {
-			p.heldBehind = true
-			h.c.heldBehind++
 		}
 		return q
 	}
@@ -671,7 +672,7 @@ func (h *history) fittingPending() []string {
 	cfgs := h.inForce(now.Add(-decisionSlack), now)
 	var out []string
 	for _, p := range h.pods {
-		if p.pending() && h.fits(p, cfgs) {
+		if p.pending() && h.fits(p, cfgs) && !h.waitsByPolicy(p, cfgs, now) {
 			out = append(out, p.ns+"/"+p.name)
 		}
 	}

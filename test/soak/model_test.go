@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -381,6 +382,10 @@ func TestHistoryPodBehindAStarvingPod(t *testing.T) {
 			w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
 				Message: `held by quota: user "u011" would exceed maxresources in root: cpu 2500m+100m > 1625m`}}
 			put(t, h, 3, w)
+			// A quiet check does not wait for a pod that waits by policy.
+			if got := slices.Contains(h.fittingPending(), w.Namespace+"/"+w.Name); got == tc.exempt {
+				t.Errorf("quiet check waits for the pod: %v, want %v", got, !tc.exempt)
+			}
 			now := h.pods[podPrefix+w.Namespace+"/"+w.Name].refusedAt
 			calm := now.Add(-time.Minute)
 			for _, after := range []time.Duration{0, 4 * time.Second, 9 * time.Second, 20 * time.Second} {
