@@ -74,6 +74,10 @@ type BehindError struct {
 	Pod *Pod
 }
 
+// MessagePrefix starts the PodScheduled message of a held pod; the reason
+// it is held follows.
+const MessagePrefix = "held by quota: "
+
 // BehindPrefix starts a BehindError's message; the pod's namespace/name
 // follows, then a comma.
 const BehindPrefix = "waiting behind pod "

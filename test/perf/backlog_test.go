@@ -326,7 +326,8 @@ func (c *cluster) runBacklog(t *testing.T, w workload, pc perfCase, n, held, run
 	}
 
 	var writes1 map[string]float64
-	if r.Trickle = pc.profile == withQuota && *statusQPS <= 0; r.Trickle {
+	r.Trickle = pc.profile == withQuota && *statusQPS <= 0
+	if r.Trickle {
 		// The plugin's own 20 writes/s go on for an hour: count what was
 		// written by now, and the held pods whose status says so.
 		writes1, err = c.apiWrites(ctx)
@@ -382,10 +383,10 @@ func (c *cluster) runBacklog(t *testing.T, w workload, pc perfCase, n, held, run
 	s.stop()
 	cancel()
 
-	if r.Trickle {
-		r.BoundAtEnd, _ = counter.counts()
-	} else {
-		r.BoundAtEnd, r.HeldSaid = counter.counts()
+	var heldSaid int
+	r.BoundAtEnd, heldSaid = counter.counts()
+	if !r.Trickle {
+		r.HeldSaid = heldSaid
 	}
 	r.WrongBound = wrongBound(w, counter.boundIndexes(), admitted, pc.gated)
 	c.betweenRuns(label)

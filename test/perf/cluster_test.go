@@ -166,16 +166,35 @@ func (c *cluster) deleteAllPods() time.Duration {
 	return time.Since(start)
 }
 
-// betweenRuns deletes a run's pods and lets the API server settle (watch
-// cache, GC of the deletions) before the next run: a pause, not a wait on
-// a condition, since nothing the harness can read says when that work is
-// done; it keeps one run's cleanup out of the next one's figures.
+// betweenRuns deletes a run's pods and waits until the API server and etcd
+// (this process) have settled after the deletions (watch cache, GC): until
+// they use under settledCPU of a core over two polls in a row, or 30 s
+// pass. It keeps one run's cleanup out of the next one's figures.
 func (c *cluster) betweenRuns(label string) {
 	c.t.Helper()
 	del := c.deleteAllPods()
-	c.t.Logf("%s: deleted the pods in %.1fs", label, del.Seconds())
-	time.Sleep(2 * time.Second)
+	start, quiet := time.Now(), 0
+	last, at := selfCPU(), time.Now()
+	err := wait.PollUntilContextTimeout(c.ctx, 250*time.Millisecond, 30*time.Second, false, func(context.Context) (bool, error) {
+		cpu, now := selfCPU(), time.Now()
+		if (cpu-last)/now.Sub(at).Seconds() < settledCPU {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last, at = cpu, now
+		return quiet >= 2, nil
+	})
+	settled := "settled"
+	if err != nil {
+		settled = "not settled"
+	}
+	c.t.Logf("%s: deleted the pods in %.1fs, %s after %.1fs", label, del.Seconds(), settled, time.Since(start).Seconds())
 }
+
+// settledCPU is the share of a core under which the API server and etcd
+// count as settled between runs.
+const settledCPU = 0.2
 
 // deleteCollection calls del until it succeeds: the API server ends a
 // request after a minute (--request-timeout), which deleting 50,000 pods

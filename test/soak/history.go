@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/userquota/userquota/pkg/hold"
-
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/userquota/userquota/pkg/hold"
 )
 
 const podPrefix = "/registry/pods/"
@@ -491,11 +491,15 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			p.fitSince = time.Time{}
 			continue
 		}
-		if !h.fits(p, cfgs) || h.waitsByPolicy(p, cfgs, now) {
-			if !p.heldBehind && h.fits(p, cfgs) {
+		fits := h.fits(p, cfgs)
+		if fits && h.waitsByPolicy(p, cfgs, now) {
+			if !p.heldBehind {
 				p.heldBehind = true
 				h.c.heldBehind++
 			}
+			fits = false
+		}
+		if !fits {
 			p.fitSince = time.Time{}
 			continue
 		}
@@ -546,26 +550,27 @@ func (h *history) keptBehind(p *podRec) bool {
 // history finds such a pod ahead of it. No pod that only waits by policy
 // is a lost let-in, in the wait check or in a quiet check.
 func (h *history) waitsByPolicy(p *podRec, cfgs []*qconfig, now time.Time) bool {
-	return h.keptBehind(p) || h.starvingAhead(p, cfgs, now) != nil
+	return h.keptBehind(p) || h.starvingAhead(p, cfgs, now)
 }
 
-// starvingAhead returns a pending pod ahead of p that the scheduler may
-// be keeping room for (the starvation barrier) before p's status says so:
-// refused, created before p and more than the starvation wait ago, not
-// fitting now but able to fit alone (the barrier keeps no room for a pod
-// that can never fit), and held by a limit p counts against. The plugin's status
-// client writes at 20/s, so after a config change re-holds many pods, a
-// held pod's status can lag its reason by seconds (keptBehind reads the
-// status). Priorities are not compared: the soak's pods share one.
-func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) *podRec {
+// starvingAhead reports whether a pending pod ahead of p may have the
+// scheduler keep room for it (the starvation barrier) before p's status
+// says so: refused, created before p and more than the starvation wait
+// ago, not fitting now but able to fit alone (the barrier keeps no room
+// for a pod that can never fit), and held by a limit p counts against.
+// The plugin's status client writes at 20/s, so after a config change
+// re-holds many pods, a held pod's status can lag its reason by seconds
+// (keptBehind reads the status). Priorities are not compared: the soak's
+// pods share one.
+func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) bool {
 	for _, q := range h.pods {
-		if q == p || !q.pending() || !q.refused || !q.created.Before(p.created) ||
-			now.Sub(q.created) <= hold.DefaultStarvation || !limitCounts(q.refusal, p.charge) || h.fits(q, cfgs) || !h.fitsAlone(q, cfgs) {
-			continue
+		if q != p && q.pending() && q.refused && q.created.Before(p.created) &&
+			now.Sub(q.created) > hold.DefaultStarvation && limitCounts(q.refusal, p.charge) &&
+			!h.fits(q, cfgs) && h.fitsAlone(q, cfgs) {
+			return true
 		}
-		return q
 	}
-	return nil
+	return false
 }
 
 // limitCounts reports whether a pod with charge c counts against the
@@ -574,7 +579,7 @@ func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) *podR
 // reasons. A message naming no such limit (a pod waiting behind another,
 // a placement error) counts for nobody.
 func limitCounts(refusal string, c podCharge) bool {
-	msg := strings.TrimPrefix(refusal, "held by quota: ")
+	msg := strings.TrimPrefix(refusal, hold.MessagePrefix)
 	switch {
 	case strings.HasPrefix(msg, "user \""):
 		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "user \""), "\"")

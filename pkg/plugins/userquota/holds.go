@@ -14,15 +14,6 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-// A pod refused in a scheduling cycle may still be in that cycle when it
-// is let in. The scheduling queue then only notes the Activate and, when
-// the cycle ends, puts the pod in the backoff queue (1 s, doubling with
-// each attempt up to podMaxBackoffSeconds, 10 s by default) instead of the
-// active queue. The cycle's end runs PreEnqueue (on the way to the backoff
-// or the active queue): a pod let in since its refusal is activated again
-// from there (an echo), which moves it from the backoff queue to the
-// active queue at once, however long the cycle took.
-
 // activateFunc sends pods (by namespace/name) back to the active queue:
 // the framework handle's Activate.
 type activateFunc func(logger klog.Logger, pods map[string]*v1.Pod)
@@ -210,8 +201,12 @@ func (h *holds) send(logger klog.Logger, pods map[string]*v1.Pod) {
 
 // echo activates a pod let in during its scheduling cycle once more, off
 // the scheduling queue's lock (PreEnqueue runs under it; Activate takes
-// it): the queue put it in the backoff queue, and this moves it to the
-// active queue.
+// it). A pod refused in a cycle may still be in that cycle when it is let
+// in: the queue then only notes the Activate and, when the cycle ends,
+// puts the pod in the backoff queue (1 s, doubling with each attempt up to
+// podMaxBackoffSeconds, 10 s by default). The cycle's end runs PreEnqueue
+// (on the way to either queue), which calls echo; this moves the pod to
+// the active queue at once, however long the cycle took.
 func (h *holds) echo(logger klog.Logger, pod *v1.Pod) {
 	logger.V(4).Info("Activating a pod let in during its scheduling cycle, again", "pod", klog.KObj(pod))
 	h.clock.AfterFunc(0, func() { h.activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod}) })

@@ -127,36 +127,24 @@ func TestActivateAfterRelease(t *testing.T) {
 	}
 }
 
-// crowdConfig: root.crowd may run 4 cpu, nobody has a limit of their own.
-const crowdConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: crowd
-      resources:
-        max: {vcore: 4}
-`
-
 // TestLetInReachesASmallPodBehindMany: a release tries the pods held by
 // the limits it touched far enough to reach a small pod held behind more
 // larger ones than the let-in of old looked at (64), and lets it in when
 // it fits; the larger ones, which still do not fit, stay held.
 func TestLetInReachesASmallPodBehindMany(t *testing.T) {
-	e := newEnv(t, envOptions{config: crowdConfig})
-	running := userPod("running", "carl", "", "crowd", "3")
-	leaving := userPod("leaving", "dan", "", "crowd", "1")
+	// root.team may run 2 cpu; its users have no limits of their own.
+	e := newEnv(t, envOptions{config: perUserConfig})
+	running := userPod("running", "carl", "", "root.team.a", "1")
+	leaving := userPod("leaving", "dan", "", "root.team.a", "1")
 	for _, p := range []*v1.Pod{running, leaving} {
 		e.mustSchedule(p)
 		e.bind(p)
 	}
 	var big []*v1.Pod
 	for i := 0; i < 100; i++ {
-		big = append(big, userPod(fmt.Sprintf("big-%03d", i), fmt.Sprintf("u%03d", i), "", "crowd", "2"))
+		big = append(big, userPod(fmt.Sprintf("big-%03d", i), fmt.Sprintf("u%03d", i), "", "root.team.a", "2"))
 	}
-	small := userPod("small", "zed", "", "crowd", "1")
+	small := userPod("small", "zed", "", "root.team.a", "1")
 	for _, p := range append(big, small) {
 		if s := e.preEnqueue(p); s.Code() != fwk.UnschedulableAndUnresolvable {
 			t.Fatalf("PreEnqueue(%s) = %v, want held", p.Name, s)
@@ -167,7 +155,7 @@ func TestLetInReachesASmallPodBehindMany(t *testing.T) {
 	}
 	e.barrier()
 	e.activator.reset()
-	e.delete(leaving) // 3 of 4 cpu in use: room for the small pod only
+	e.delete(leaving) // 1 of 2 cpu in use: room for the small pod only
 	e.waitFor("the small pod let in", func() bool { return len(e.activator.activated()) > 0 })
 	e.barrier()
 	if diff := cmp.Diff([]string{"ns1/small"}, e.activator.activated()); diff != "" {

@@ -272,7 +272,7 @@ func conditionsFor(want *wantStatus) []*v1.PodCondition {
 		return []*v1.PodCondition{{Type: ConditionQuotaAdmitted, Status: v1.ConditionTrue, Reason: ReasonAdmitted, Message: "let in by quota"}}
 	}
 	return []*v1.PodCondition{
-		{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonQuotaHeld, Message: "held by quota: " + want.message},
+		{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonQuotaHeld, Message: hold.MessagePrefix + want.message},
 		{Type: ConditionQuotaAdmitted, Status: v1.ConditionFalse, Reason: string(want.kind) + "Limit", Message: want.message},
 	}
 }
