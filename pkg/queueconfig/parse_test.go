@@ -268,6 +268,8 @@ func TestQuantities(t *testing.T) {
 		{"negative", "{memory: -1}", `resources.max.memory: negative quantity "-1"`},
 		{"overflow", "{memory: 1000E}", `resources.max.memory: quantity "1000E" is too large`},
 		{"cpu overflow", "{vcore: 10E}", `resources.max.vcore: quantity "10E" is too large`},
+		{"hostile exponent", "{memory: 1e1000000000}", `resources.max.memory: quantity "1e1000000000" is too large`},
+		{"hostile negative exponent", "{memory: 1e-1000000000}", `resources.max.memory: invalid quantity "1e-1000000000"`},
 		{"percentage", "{memory: 50%}", `resources.max.memory: percentage 50% of root.a needs quota.sharing: elastic`},
 		{"empty", `{memory: ""}`, `resources.max.memory: missing quantity`},
 		{"null", `{memory: }`, `resources.max.memory: missing quantity`},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 
 	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,6 +24,15 @@ var (
 // (bytes, pods, devices) for everything else. Fractions of a base unit are
 // rounded up, as kube-scheduler rounds requests.
 func ParseQuantity(name, s string) (int64, error) {
+	if len(s) > maxQuantityLen {
+		return 0, fmt.Errorf("%s: invalid quantity %q...: longer than %d characters", name, s[:maxQuantityLen], maxQuantityLen)
+	}
+	if exp := exponentOutOfRange(s); exp != 0 {
+		if exp < 0 {
+			return 0, fmt.Errorf("%s: invalid quantity %q: exponent below -%d", name, s, maxExponent)
+		}
+		return 0, fmt.Errorf("%s: quantity %q: exponent above %d: %w", name, s, maxExponent, ErrOverflow)
+	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s: invalid quantity %q: %w", name, s, err)
@@ -51,6 +61,13 @@ func BaseUnits(name string, q resource.Quantity) (int64, error) {
 		}
 		return v * 1000, nil
 	}
+	// Out of range or below one base unit by its magnitude alone: decided
+	// before any arithmetic, whose cost grows with the exponent (a
+	// Quantity of 1e1000000000 takes minutes to compare or round).
+	d := q.AsDec()
+	if v, ok, err := byMagnitude(d, milli); ok {
+		return v, err
+	}
 	// Fast path for the common fractional cpu ("100m", "0.5"): within range,
 	// MilliValue is exact, rounding up like kube-scheduler.
 	if milli && q.CmpInt64(math.MaxInt64/1000) <= 0 {
@@ -58,7 +75,6 @@ func BaseUnits(name string, q resource.Quantity) (int64, error) {
 	}
 	// Slow path: fractional base units or very large values. Exact decimal
 	// arithmetic, then a range check.
-	d := q.AsDec()
 	if milli {
 		d = new(inf.Dec).Mul(d, inf.NewDec(1000, 0))
 	}
@@ -71,6 +87,65 @@ func BaseUnits(name string, q resource.Quantity) (int64, error) {
 		return 0, ErrOverflow
 	}
 	return b.Int64(), nil
+}
+
+// maxQuantityLen bounds a quantity string and maxExponent its decimal
+// exponent ("1e18"): apimachinery's parser takes minutes over
+// "1e-1000000000", and any exponent beyond 30 is out of range or below
+// one base unit anyway.
+const (
+	maxQuantityLen = 64
+	maxExponent    = 99
+)
+
+// exponentOutOfRange reports whether s ends in a decimal exponent ("e" or
+// "E" and a signed number) beyond maxExponent: 1 above, -1 below, else 0.
+// "E" alone is the exa suffix and "Ei" exbi: no exponent.
+func exponentOutOfRange(s string) int {
+	i := strings.LastIndexAny(s, "eE")
+	if i < 0 {
+		return 0
+	}
+	exp := strings.TrimLeft(s[i+1:], "+-")
+	if exp == "" || len(s[i+1:])-len(exp) > 1 {
+		return 0
+	}
+	for _, c := range exp {
+		if c < '0' || c > '9' {
+			return 0
+		}
+	}
+	if len(strings.TrimLeft(exp, "0")) <= 2 {
+		return 0
+	}
+	if s[i+1] == '-' {
+		return -1
+	}
+	return 1
+}
+
+// byMagnitude decides d in base units (milli: in thousandths) from its
+// size alone when it is far out of range (ErrOverflow) or a positive
+// value below one base unit (1: rounded up); ok false when it is in
+// between and must be computed. d has about log10(2) decimal digits per
+// bit of its unscaled value; the bounds leave a digit of slack each way.
+func byMagnitude(d *inf.Dec, milli bool) (v int64, ok bool, err error) {
+	u := d.UnscaledBig()
+	if u.Sign() == 0 {
+		return 0, true, nil
+	}
+	digits := int64(float64(u.BitLen())*math.Log10(2)) + 1
+	mag := digits - int64(d.Scale())
+	if milli {
+		mag += 3
+	}
+	switch {
+	case mag-2 >= 19: // at least 10^19 > MaxInt64
+		return 0, true, ErrOverflow
+	case mag <= -1: // below 0.1
+		return 1, true, nil
+	}
+	return 0, false, nil
 }
 
 // FormatValue renders a base-unit value for humans in Kubernetes notation:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,6 +36,13 @@ func TestParseQuantity(t *testing.T) {
 		{name: "overflow cpu millis", res: "cpu", in: "9223372036854775807", wantErr: ErrOverflow},
 		{name: "largest bytes", res: "memory", in: "9223372036854775807", want: math.MaxInt64},
 		{name: "garbage", res: "cpu", in: "12X", anyErr: true},
+		{name: "exponent", res: "memory", in: "2e3", want: 2000},
+		{name: "exponent with zeros", res: "memory", in: "2e+0003", want: 2000},
+		{name: "tiny exponent rounds up", res: "cpu", in: "1e-30", want: 1},
+		{name: "hostile exponent", res: "memory", in: "1e1000000000", wantErr: ErrOverflow},
+		{name: "hostile cpu exponent", res: "cpu", in: "1E1000000000", wantErr: ErrOverflow},
+		{name: "hostile negative exponent", res: "cpu", in: "1e-1000000000", anyErr: true},
+		{name: "too long", res: "cpu", in: "0." + strings.Repeat("0", 100) + "1", anyErr: true},
 		{name: "empty", res: "cpu", in: "", anyErr: true},
 	}
 	for _, tc := range tests {
@@ -86,6 +94,60 @@ func TestVectorAddSub(t *testing.T) {
 	}
 	if clamped := v.SubClamped(vec(map[string]int64{"cpu": 1})); !clamped || !v.IsZero() {
 		t.Fatalf("SubClamped = %v, clamped %v", v, clamped)
+	}
+}
+
+// TestBaseUnitsByMagnitude: a Quantity as a decoded object carries it
+// (not parsed by ParseQuantity's guards) is decided in bounded time when
+// its exponent is hostile. Without byMagnitude each case takes minutes.
+func TestBaseUnitsByMagnitude(t *testing.T) {
+	tests := []struct {
+		name    string
+		res     string
+		q       resource.Quantity
+		want    int64
+		wantErr error
+	}{
+		{name: "huge", res: "memory", q: *resource.NewScaledQuantity(1, 1_000_000_000), wantErr: ErrOverflow},
+		{name: "huge cpu", res: "cpu", q: *resource.NewScaledQuantity(3, 1_000_000_000), wantErr: ErrOverflow},
+		{name: "tiny", res: "memory", q: *resource.NewScaledQuantity(7, -1_000_000_000), want: 1},
+		{name: "tiny cpu", res: "cpu", q: *resource.NewScaledQuantity(7, -1_000_000_000), want: 1},
+		{name: "just in range", res: "memory", q: *resource.NewScaledQuantity(9, 18), want: 9e18},
+		{name: "just out of range", res: "memory", q: *resource.NewScaledQuantity(10, 18), wantErr: ErrOverflow},
+		{name: "cpu just in range", res: "cpu", q: *resource.NewScaledQuantity(9, 15), want: 9e18},
+		{name: "a tenth", res: "memory", q: *resource.NewScaledQuantity(1, -1), want: 1},
+		{name: "zero", res: "memory", q: *resource.NewScaledQuantity(0, 1_000_000_000), want: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := BaseUnits(tc.res, tc.q)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("BaseUnits(%s, %s) = %d, %v; want %v", tc.res, tc.q.String(), got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("BaseUnits(%s) = %d, %v; want %d", tc.res, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTimes(t *testing.T) {
+	v := vec(map[string]int64{"cpu": 1500, "pods": 1})
+	got, err := v.Times(4)
+	if err != nil || !got.Equal(vec(map[string]int64{"cpu": 6000, "pods": 4})) {
+		t.Fatalf("Times(4) = %v, %v", got, err)
+	}
+	if v.Get(Intern("cpu")) != 1500 {
+		t.Fatalf("Times changed its receiver: %v", v)
+	}
+	if _, err := v.Times(math.MaxInt64 / 1000); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("Times(MaxInt64/1000) error = %v, want ErrOverflow", err)
+	}
+	if _, err := v.Times(-1); !errors.Is(err, ErrNegative) {
+		t.Fatalf("Times(-1) error = %v, want ErrNegative", err)
 	}
 }
 

@@ -260,3 +260,19 @@ func (v *Vector) AddUnchecked(o Vector) {
 		(*v)[i] += x
 	}
 }
+
+// Times returns v scaled by n (n >= 0); ErrOverflow when an amount does
+// not fit in int64.
+func (v Vector) Times(n int64) (Vector, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("times %d: %w", n, ErrNegative)
+	}
+	out := make(Vector, len(v))
+	for i, x := range v {
+		if x > 0 && n > maxInt64/x || x < 0 && n > minInt64/x {
+			return nil, fmt.Errorf("%s: %d x %d: %w", ID(i).Name(), x, n, ErrOverflow)
+		}
+		out[i] = x * n
+	}
+	return out, nil
+}
