@@ -29,13 +29,17 @@ type held struct {
 
 func (h *held) empty() bool { return h.apps == 0 && h.res.IsZero() }
 
-// admission is one pod's held room.
+// admission is one pod's (or one gang's) held room.
 type admission struct {
 	key string
 	req Request // a copy
 	// group is the group resolved for the application when it had no
 	// running or admitted pod; "" for none.
 	group string
+	// gang is the gang reservation a pod drew drawn from (gang.go): given
+	// back if the pod goes without running while the reservation stands.
+	gang  string
+	drawn resources.Vector
 }
 
 // admittedApp is an application with admissions.
@@ -50,6 +54,9 @@ type admittedApp struct {
 // admissions is the Manager's book of held room. The Manager locks.
 type admissions struct {
 	byKey map[string]*admission
+	// gangs are the gang reservations by key (gang.go); their room is in
+	// the maps below as a pod's is.
+	gangs map[string]*admission
 	apps  map[AppKey]*admittedApp
 	// Held room by user (then queue path), by group (then queue path) and
 	// by queue path (the queue's subtree).
@@ -61,6 +68,7 @@ type admissions struct {
 func newAdmissions() admissions {
 	return admissions{
 		byKey:  map[string]*admission{},
+		gangs:  map[string]*admission{},
 		apps:   map[AppKey]*admittedApp{},
 		users:  map[string]map[string]*held{},
 		groups: map[string]map[string]*held{},
@@ -70,7 +78,7 @@ func newAdmissions() admissions {
 
 // none reports whether nothing is held: the check then skips every
 // lookup.
-func (a *admissions) none() bool { return len(a.byKey) == 0 }
+func (a *admissions) none() bool { return len(a.byKey) == 0 && len(a.gangs) == 0 }
 
 // onPath reports whether the queue at path is leaf or one of its
 // ancestors.
@@ -165,7 +173,17 @@ func (m *Manager) Admit(key string, req *Request) error {
 	if _, _, _, err := m.checkFor(req, m.adm.byKey[key], nil); err != nil {
 		return err
 	}
-	m.unadmit(key)
+	// Re-admitted, a pod keeps what it drew from a gang as its own: given
+	// back as well, it would be held twice beyond what was checked.
+	m.unadmit(key, false)
+	m.adm.byKey[key] = m.hold(key, req)
+	return nil
+}
+
+// hold records room for req under key (a pod's or a gang's admission,
+// which the caller files) after a check: the held maps and the
+// application's count. Callers hold m.mu for writing.
+func (m *Manager) hold(key string, req *Request) *admission {
 	ad := &admission{key: key, req: *req}
 	ad.req.Groups = append([]string(nil), req.Groups...)
 	ad.req.Resources = req.Resources.Clone()
@@ -189,9 +207,8 @@ func (m *Manager) Admit(key string, req *Request) error {
 	}
 	aa.count++
 	ad.group = aa.group
-	m.adm.byKey[key] = ad
 	m.adm.add(&ad.req, ad.group, 1, 0)
-	return nil
+	return ad
 }
 
 // Unadmit drops the room the pod key holds and returns what it held;
@@ -203,7 +220,7 @@ func (m *Manager) Unadmit(key string) (Request, bool) {
 	if ad := m.adm.byKey[key]; ad != nil {
 		req = ad.req
 	}
-	return req, m.unadmit(key)
+	return req, m.unadmit(key, true)
 }
 
 // Admitted reports whether the pod key holds room.
@@ -221,13 +238,25 @@ func (m *Manager) AdmittedCount() int {
 	return len(m.adm.byKey)
 }
 
-// unadmit is Unadmit for a caller holding m.mu for writing.
-func (m *Manager) unadmit(key string) bool {
+// unadmit is Unadmit for a caller holding m.mu for writing. giveBack:
+// the pod goes without running, so what it drew from a gang reservation
+// that still stands goes back to it; false when the pod's room becomes its
+// charge.
+func (m *Manager) unadmit(key string, giveBack bool) bool {
 	ad := m.adm.byKey[key]
 	if ad == nil {
 		return false
 	}
 	delete(m.adm.byKey, key)
+	m.drop(ad)
+	if g := m.adm.gangs[ad.gang]; giveBack && g != nil {
+		m.giveBack(g, ad.drawn)
+	}
+	return true
+}
+
+// drop takes ad's room out of the held maps and its application's count.
+func (m *Manager) drop(ad *admission) {
 	m.adm.add(&ad.req, ad.group, -1, 0)
 	if aa := m.adm.apps[ad.req.App]; aa != nil {
 		if aa.count--; aa.count <= 0 {
@@ -235,7 +264,6 @@ func (m *Manager) unadmit(key string) bool {
 			delete(m.adm.apps, ad.req.App)
 		}
 	}
-	return true
 }
 
 // appStarted tells the admissions that app runs now (its first charge):

@@ -10,6 +10,10 @@
 // for it as its limits; a check never creates anything, and a dynamic queue
 // goes with its last allocation.
 //
+// Room can be held before it is used: a pod's admission (admission.go),
+// and a gang's reservation of its whole minimum, on which its pods draw
+// (gang.go). Checks count held room as usage; snapshots do not.
+//
 // It has no Kubernetes scheduler or client imports, so it runs, is tested and
 // is benchmarked on its own; the scheduler plugin and the simulator both
 // drive it through package ledger.

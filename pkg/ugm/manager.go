@@ -127,7 +127,7 @@ func (m *Manager) Commit(key string, req *Request) error {
 	if err != nil {
 		return err
 	}
-	m.unadmit(key)
+	m.unadmit(key, false)
 	return m.commit(req, leaf, a, group)
 }
 
@@ -159,7 +159,7 @@ func (m *Manager) ForceCommit(key string, req *Request) error {
 		}
 		group = m.groupOf(req, from)
 	}
-	m.unadmit(key)
+	m.unadmit(key, false)
 	return m.commit(req, leaf, a, group)
 }
 

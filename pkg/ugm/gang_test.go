@@ -1,0 +1,217 @@
+package ugm
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
+)
+
+// gangConfig is issue 19's scenario: root.g runs at most 20 cpu and 3
+// applications; each user at most 16 cpu there.
+const gangConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    submitacl: "*"
+    queues:
+    - name: g
+      maxapplications: 3
+      resources: {max: {vcore: 20}}
+      limits:
+      - limit: everyone
+        users: ["*"]
+        maxresources: {vcore: 16}
+`
+
+func TestGangs(t *testing.T) {
+	cpu := func(user, app, n string) *Request {
+		return req(user, nil, "root.g", app, res(t, "cpu", n, "pods", "1"))
+	}
+	gang := func(user, app string, members int) *Request {
+		return req(user, nil, "root.g", app, res(t, "cpu", fmt.Sprint(members), "pods", fmt.Sprint(members)))
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []admitOp
+		// held: what each gang still holds at the end ("holds " and the
+		// amounts, "" for no reservation).
+		held map[string]string
+	}{
+		{name: "a gang's minimum is reserved whole or not at all", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 8)},
+			{op: "reserve", key: "bob-1", r: gang("bob", "b1", 8)},
+			// 16 of 20 held: a third gang of 8 does not fit, and nothing of
+			// it is held.
+			{op: "reserve", key: "sue-2", r: gang("sue", "s2", 8), want: "queue root.g would exceed max: cpu 16+8 > 20 (16 of it admitted, not running yet)"},
+			{op: "admit", key: "lone", r: cpu("ann", "a1", "4")},
+			{op: "admit", key: "more", r: cpu("ann", "a1", "1"), want: "queue root.g would exceed max: cpu 20+1 > 20 (20 of it admitted, not running yet)"},
+		}, held: map[string]string{"sue-1": "holds cpu=8,pods=8", "bob-1": "holds cpu=8,pods=8", "sue-2": ""}},
+		{name: "members draw without a check; beyond the minimum they are ordinary", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
+			// The queue is full (2 held + 16 + ...), yet members draw.
+			{op: "admit", key: "x", r: cpu("ann", "a1", "4"), want: "queue root.g would exceed max: cpu 18+4 > 20 (18 of it admitted, not running yet)"},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "commit", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			// A third member draws nothing and is checked as any pod: 2
+			// more cpu fit the queue (16 + 2 + 2 = 20).
+			{op: "draw", key: "sue-1/p3", r: cpu("sue", "s1", "2")},
+			{op: "draw", key: "sue-1/p4", r: cpu("sue", "s1", "1"), want: "queue root.g would exceed max: cpu 20+1 > 20 (19 of it admitted, not running yet)"},
+		}, held: map[string]string{"sue-1": "holds "}},
+		{name: "a member larger than its share draws what is left and is checked for the rest", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
+			{op: "draw", key: "sue-1/big", r: cpu("sue", "s1", "5"), want: "queue root.g would exceed max: cpu 16+5 > 20 (16 of it admitted, not running yet)"},
+			{op: "draw", key: "sue-1/ok", r: cpu("sue", "s1", "4")},
+		}, held: map[string]string{"sue-1": "holds pods=1"}},
+		{name: "a member that goes without running gives its part back", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "unadmit", key: "sue-1/p1"},
+			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
+			// The reservation holds 2 again: no room for 3 more.
+			{op: "admit", key: "x", r: cpu("ann", "a1", "3"), want: "queue root.g would exceed max: cpu 18+3 > 20 (18 of it admitted, not running yet)"},
+			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "draw", key: "sue-1/p3", r: cpu("sue", "s1", "1")},
+		}, held: map[string]string{"sue-1": "holds "}},
+		{name: "a released reservation frees what is left; drawn pods keep theirs", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 8)},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "release", key: "sue-1"},
+			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
+			{op: "admit", key: "x", r: cpu("ann", "a1", "3")},
+			{op: "admit", key: "y", r: cpu("ann", "a1", "1"), want: "queue root.g would exceed max: cpu 20+1 > 20 (20 of it admitted, not running yet)"},
+			// Gone with no reservation: nothing is given back.
+			{op: "unadmit", key: "sue-1/p1"},
+			{op: "admit", key: "y", r: cpu("ann", "a1", "1")},
+			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1"), want: "gang sue-1 holds no reservation"},
+		}, held: map[string]string{"sue-1": ""}},
+		{name: "a gang is one application", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "admit", key: "b", r: cpu("bob", "b1", "1")},
+			{op: "admit", key: "c", r: cpu("cat", "c1", "1")},
+			{op: "reserve", key: "dan-1", r: gang("dan", "d1", 2), want: "queue root.g would exceed maxapplications: 3+1 > 3"},
+		}},
+		{name: "the user limit counts the reservation", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 8)},
+			{op: "reserve", key: "sue-2", r: gang("sue", "s2", 8)},
+			{op: "reserve", key: "sue-3", r: gang("sue", "s3", 1), want: `user "sue" would exceed maxresources in root.g: cpu 16+1 > 16 (16 of it admitted, not running yet)`},
+		}},
+		{name: "only the gang's user, queue and application draw on it", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "draw", key: "sue-1/bob", r: cpu("bob", "s1", "1"), want: "gang sue-1 is reserved for user sue in queue root.g (application ns/s1), not user bob in queue root.g (application ns/s1)"},
+			{op: "draw", key: "sue-1/other", r: cpu("sue", "s9", "1"), want: "gang sue-1 is reserved for user sue in queue root.g (application ns/s1), not user sue in queue root.g (application ns/s9)"},
+		}, held: map[string]string{"sue-1": "holds cpu=2,pods=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New()
+			m.SetConfig(queueconfigtest.MustPartition(t, gangConfig))
+			for i, op := range tc.ops {
+				var err error
+				switch op.op {
+				case "reserve":
+					err = m.ReserveGang(op.key, op.r)
+				case "draw":
+					gang, _, _ := cut(op.key)
+					_, err = m.DrawGang(gang, op.key, op.r)
+				case "release":
+					if _, ok := m.ReleaseGang(op.key); !ok {
+						err = fmt.Errorf("no reservation")
+					}
+				case "admit":
+					err = m.Admit(op.key, op.r)
+				case "unadmit":
+					if _, ok := m.Unadmit(op.key); !ok {
+						err = fmt.Errorf("not admitted")
+					}
+				case "commit":
+					err = m.Commit(op.key, op.r)
+				}
+				got := ""
+				if err != nil {
+					got = err.Error()
+				}
+				if got != op.want {
+					t.Fatalf("step %d (%s %s): %q, want %q", i, op.op, op.key, got, op.want)
+				}
+			}
+			for key, want := range tc.held {
+				v, ok := m.GangHeld(key)
+				got := ""
+				if ok {
+					got = "holds " + v.String()
+				}
+				if got != want {
+					t.Errorf("gang %s holds %q, want %q", key, got, want)
+				}
+			}
+		})
+	}
+}
+
+// cut splits "gang/pod" at its slash.
+func cut(key string) (gang, pod string, ok bool) {
+	for i := range key {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], true
+		}
+	}
+	return key, "", false
+}
+
+// TestGangsConcurrent reserves, draws, commits, gives back and releases
+// from several goroutines (run with -race); afterwards nothing is held or
+// used, and at no point did a user's usage plus room exceed the limit
+// (ugm refuses, so a failure shows as a negative or leftover amount).
+func TestGangsConcurrent(t *testing.T) {
+	m := New()
+	m.SetConfig(queueconfigtest.MustPartition(t, gangConfig))
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			user := fmt.Sprintf("u%d", g)
+			for i := 0; i < 100; i++ {
+				key := fmt.Sprintf("%s-%d", user, i)
+				app := fmt.Sprintf("app%d-%d", g, i)
+				if m.ReserveGang(key, req(user, nil, "root.g", app, res(t, "cpu", "4", "pods", "4"))) != nil {
+					continue
+				}
+				var ran []*Request
+				for p := 0; p < 5; p++ {
+					r := req(user, nil, "root.g", app, res(t, "cpu", "1", "pods", "1"))
+					pk := fmt.Sprintf("%s/%d", key, p)
+					if _, err := m.DrawGang(key, pk, r); err != nil {
+						continue
+					}
+					if p%2 == 0 {
+						m.Unadmit(pk)
+						continue
+					}
+					if m.Commit(pk, r) == nil {
+						ran = append(ran, r)
+					}
+				}
+				m.ReleaseGang(key)
+				for _, r := range ran {
+					if err := m.Decrease(r); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if !m.adm.none() || len(m.adm.queues) != 0 || len(m.adm.users) != 0 || len(m.adm.apps) != 0 {
+		t.Errorf("room left behind: %d admissions, %d gangs, %d queues, %d apps", len(m.adm.byKey), len(m.adm.gangs), len(m.adm.queues), len(m.adm.apps))
+	}
+	if len(m.apps) != 0 {
+		t.Errorf("%d applications left running", len(m.apps))
+	}
+}
