@@ -12,6 +12,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -38,6 +39,10 @@ const (
 	// KindBehind: the pod would fit, but it would take room kept for a pod
 	// of the same limit that waited longer than the starvation wait.
 	KindBehind Kind = "Behind"
+	// KindGang: the pod's gang is malformed or missing its definition, or
+	// failed (docs/gangs.md). A gang whose minimum does not fit is held
+	// by the kind of the limit it meets.
+	KindGang Kind = "Gang"
 )
 
 // KindOf classifies why a pod is held.
@@ -45,9 +50,13 @@ func KindOf(reason error) Kind {
 	var r *ugm.Refusal
 	var conflict *ugm.AppConflict
 	var behind *BehindError
+	var bad *gang.Error
+	var failed *gang.FailedError
 	switch {
 	case errors.As(reason, &behind):
 		return KindBehind
+	case errors.As(reason, &bad), errors.As(reason, &failed):
+		return KindGang
 	case errors.As(reason, &r):
 		switch {
 		case r.Limit == ugm.LimitApplications:

@@ -1,6 +1,7 @@
 package ugm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/userquota/userquota/pkg/resources"
@@ -31,22 +32,28 @@ func (e *GangConflict) Error() string {
 		e.Gang, e.HeldUser, e.HeldQueue, e.HeldApp, e.User, e.Queue, e.App)
 }
 
+// ErrGangReserved refuses to reserve a gang that holds a reservation
+// (two of its pods raced to reserve it: the second draws instead), and
+// ErrNoGang to draw on one that holds none.
+var (
+	ErrGangReserved = errors.New("gang is reserved already")
+	ErrNoGang       = errors.New("gang holds no reservation")
+)
+
 // ReserveGang holds room for the gang key's minimum req: it fits every
-// limit with the room already held for others and nothing is held, or
-// the refusal names the limit and nothing changes. A key reserved already
-// is reserved again with req (its own room does not count against it).
+// limit with the room already held for others and all of it is held, or
+// the refusal names the limit and nothing changes.
 func (m *Manager) ReserveGang(key string, req *Request) error {
 	if err := validate(req); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old := m.adm.gangs[key]
-	if _, _, _, err := m.checkFor(req, old, nil); err != nil {
-		return err
+	if m.adm.gangs[key] != nil {
+		return fmt.Errorf("%s: %w", key, ErrGangReserved)
 	}
-	if old != nil {
-		m.drop(old)
+	if _, _, _, err := m.checkFor(req, nil, nil); err != nil {
+		return err
 	}
 	m.adm.gangs[key] = m.hold(key, req)
 	return nil
@@ -65,7 +72,7 @@ func (m *Manager) DrawGang(key, podKey string, req *Request) (resources.Vector, 
 	defer m.mu.Unlock()
 	g := m.adm.gangs[key]
 	if g == nil {
-		return nil, fmt.Errorf("gang %s holds no reservation", key)
+		return nil, fmt.Errorf("%s: %w", key, ErrNoGang)
 	}
 	if g.req.User != req.User || g.req.Queue != req.Queue || g.req.App != req.App {
 		return nil, &GangConflict{Gang: key, User: req.User, Queue: req.Queue, App: req.App, HeldUser: g.req.User, HeldQueue: g.req.Queue, HeldApp: g.req.App}
@@ -99,18 +106,19 @@ func (m *Manager) giveBack(g *admission, drawn resources.Vector) {
 	g.req.Resources.AddUnchecked(drawn)
 }
 
-// ReleaseGang drops the room the gang key still holds and returns it;
-// false when it holds no reservation. Pods that drew on it keep theirs.
-func (m *Manager) ReleaseGang(key string) (resources.Vector, bool) {
+// ReleaseGang drops the room the gang key still holds and returns it
+// (the gang's request with what was left); false when it holds no
+// reservation. Pods that drew on it keep theirs.
+func (m *Manager) ReleaseGang(key string) (Request, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.adm.gangs[key]
 	if g == nil {
-		return nil, false
+		return Request{}, false
 	}
 	delete(m.adm.gangs, key)
 	m.drop(g)
-	return g.req.Resources, true
+	return g.req, true
 }
 
 // GangHeld is what the gang key's reservation still holds; false when it

@@ -88,8 +88,12 @@ func TestGangs(t *testing.T) {
 			// Gone with no reservation: nothing is given back.
 			{op: "unadmit", key: "sue-1/p1"},
 			{op: "admit", key: "y", r: cpu("ann", "a1", "1")},
-			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1"), want: "gang sue-1 holds no reservation"},
+			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1"), want: "sue-1: gang holds no reservation"},
 		}, held: map[string]string{"sue-1": ""}},
+		{name: "a gang is reserved once", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2), want: "sue-1: gang is reserved already"},
+		}, held: map[string]string{"sue-1": "holds cpu=2,pods=2"}},
 		{name: "a gang is one application", ops: []admitOp{
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
 			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},

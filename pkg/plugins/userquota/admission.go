@@ -53,6 +53,13 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	pl.elastic.ensure(ctx, logger)
 	frees := pl.held.freed()
+	if m, gerr := pl.gangOf(pod); (m != nil || gerr != nil) && !pl.ugm.Admitted(string(pod.UID)) {
+		// A gang's pod without room (a config change dropped it): it
+		// passes only on its gang's reservation, never alone.
+		if req, err := pl.admitPod(pod, nil); err != nil {
+			return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, req, err, frees)
+		}
+	}
 	// Placement and check against one config, even during a reload.
 	d := pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
 	if d.Err != nil && d.Placed && pl.held.freed() != frees {

@@ -76,6 +76,10 @@ type Args struct {
 	// is never used for them. Defaults: 20 and 50.
 	StatusQPS   float32 `json:"statusQPS,omitempty"`
 	StatusBurst int     `json:"statusBurst,omitempty"`
+	// IgnoreGangs decides each pod of a gang on its own, as if it had no
+	// gang (docs/gangs.md): a gang may then be admitted in part. Default:
+	// false.
+	IgnoreGangs bool `json:"ignoreGangs,omitempty"`
 }
 
 // Defaults of Args.

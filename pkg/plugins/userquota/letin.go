@@ -40,6 +40,9 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 		place = func(*ugm.InForce, ugm.Queues) (ugm.Request, error) { return req, nil }
 	}
 	d := pl.ugm.Decide(key, place, true)
+	if m, err := pl.gangOf(pod); m != nil || err != nil {
+		return pl.admitMember(pod, m, err, d)
+	}
 	switch {
 	case d.Err != nil && len(d.Blocked) > 0:
 		// Within its own queue's share; queues above it lent their room
@@ -203,6 +206,7 @@ func (pl *Plugin) onSharesChange(logger klog.Logger) {
 // no hold and drops the room itself.
 func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
 	entry := pl.held.forget(uid)
+	pl.gangs.forget(uid)
 	pl.dropRoom(logger, uid)
 	pl.status.forget(uid)
 	if entry != nil {

@@ -77,6 +77,7 @@ type Plugin struct {
 	// pods is the scheduler's pod lister (the informer's store).
 	pods    corelisters.PodLister
 	held    *holds
+	gangs   *gangBook
 	status  *statusWriter
 	elastic *elasticQuotas
 	audit   *auditor
@@ -107,6 +108,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		ugm:     m,
 		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
 		held:    newHolds(c, h.Activate, args.Starvation()),
+		gangs:   newGangBook(c),
 		elastic: newElasticQuotas(m, c),
 		reclaim: newReclaimBook(c, h.Activate),
 	}

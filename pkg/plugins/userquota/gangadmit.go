@@ -1,0 +1,154 @@
+package userquota
+
+import (
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/userquota/userquota/pkg/gang"
+	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
+)
+
+// Gangs (docs/gangs.md): a gang's pods pass the queue's door only on a
+// reservation of the gang's whole minimum (ugm.ReserveGang), which the
+// first of them to fit makes; its other held pods are then let in to draw
+// on it. Until it fits, all of them are held.
+
+// gangOf is the gang pod belongs to (nil: none, or gangs are ignored),
+// or why its gang cannot be read. Only YuniKorn task groups are enforced
+// so far: Workload and PodGroup gangs need their objects (docs/gangs.md).
+func (pl *Plugin) gangOf(pod *v1.Pod) (*gang.Member, error) {
+	if pl.args.IgnoreGangs {
+		return nil, nil
+	}
+	m, err := gang.Of(pod, podApp(pod).ID)
+	if m != nil && m.ID.Form != gang.FormTaskGroups {
+		return nil, nil
+	}
+	return m, err
+}
+
+// admitMember is admitPod for a pod of a gang (or whose gang cannot be
+// read: gerr), given the decision on the pod alone: the gang's minimum is
+// reserved or drawn on, the pod's own refusal aside.
+func (pl *Plugin) admitMember(pod *v1.Pod, m *gang.Member, gerr error, d ugm.Decision) (*ugm.Request, error) {
+	var req *ugm.Request
+	if d.Placed {
+		r := d.Request
+		req = &r
+	}
+	var conflict *ugm.AppConflict
+	switch {
+	case gerr != nil:
+		return req, gerr
+	case !d.Placed, errors.As(d.Err, &conflict):
+		return req, d.Err
+	}
+	uid := pod.UID
+	phase, min := pl.gangs.note(m)
+	switch phase {
+	case gangSettled:
+		if d.Err != nil {
+			return req, d.Err
+		}
+		return req, pl.ugm.Admit(string(uid), req)
+	case gangFailed:
+		return req, &gang.FailedError{Gang: m.ID, Timeout: min.Timeout}
+	case gangReserved:
+		_, err := pl.ugm.DrawGang(m.ID.String(), string(uid), req)
+		if !errors.Is(err, ugm.ErrNoGang) {
+			pl.gangs.holding(m.ID, uid, err != nil)
+			return req, err
+		}
+		// The reservation went with a config change: reserve again.
+		pl.gangs.lost(m.ID)
+	}
+	return pl.reserveGang(uid, m, min, req)
+}
+
+// reserveGang reserves m's gang for its minimum and draws req on it for
+// the pod uid; the gang's other held pods are then let in to draw.
+func (pl *Plugin) reserveGang(uid types.UID, m *gang.Member, min *gang.Min, req *ugm.Request) (*ugm.Request, error) {
+	if min == nil {
+		pl.gangs.holding(m.ID, uid, true)
+		return req, &gang.Error{Gang: m.ID, What: "annotation " + gang.AnnotationTaskGroups, Reason: "no pod of the application defines its task groups yet"}
+	}
+	key := m.ID.String()
+	g := *req
+	g.Resources = min.Resources
+	switch err := pl.ugm.ReserveGang(key, &g); {
+	case err == nil:
+		// Off the timer's goroutine (a fake clock fires under its lock).
+		pl.gangs.reserved(m.ID, min.Timeout, func() { go pl.gangTimeout(key) })
+		// Off the scheduling queue's lock (this may be PreEnqueue).
+		go pl.letInGang(key)
+	case errors.Is(err, ugm.ErrGangReserved):
+		// Another of its pods reserved it meanwhile: draw.
+	default:
+		pl.gangs.holding(m.ID, uid, true)
+		return req, &gang.HeldError{Gang: m.ID, Min: *min, Err: err, Never: neverFits(err, *min)}
+	}
+	_, err := pl.ugm.DrawGang(key, string(uid), req)
+	pl.gangs.holding(m.ID, uid, err != nil)
+	if err != nil {
+		return req, err
+	}
+	return nil, nil
+}
+
+// letInGang lets in the pods held waiting for the gang key.
+func (pl *Plugin) letInGang(key string) {
+	var cands []*hold.Pod
+	for _, uid := range pl.gangs.heldPods(key) {
+		if p := pl.held.get(uid); p != nil {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) > 0 {
+		pl.letIn(klog.Background().WithName(Name), cands, false)
+	}
+}
+
+// gangTimeout ends the gang key's reservation at its timeout. What is
+// left goes back; if its minimum was not all drawn, a Hard gang fails
+// (its held pods say so) and a Soft one's pods go on as ordinary pods.
+func (pl *Plugin) gangTimeout(key string) {
+	logger := klog.Background().WithName(Name)
+	rel, ok := pl.ugm.ReleaseGang(key)
+	short := ok && rel.Resources.Get(resources.Intern(resources.Pods)) > 0
+	style, timeout := pl.gangs.style(key)
+	failed := short && style == gang.Hard
+	held := pl.gangs.end(key, failed)
+	logger.V(2).Info("Gang reservation ended", "gang", key, "short", short, "failed", failed, "held", len(held))
+	if ok && !rel.Resources.IsZero() {
+		pl.onRelease(logger, rel)
+	}
+	if !failed {
+		pl.letInGang(key)
+		return
+	}
+	for _, uid := range held {
+		p := pl.held.get(uid)
+		if p == nil {
+			continue
+		}
+		if pod := pl.current(p); pod != nil {
+			id := pl.gangs.id(key)
+			pl.holdPod(pod, p.Request, &gang.FailedError{Gang: id, Timeout: timeout}, false)
+		}
+	}
+}
+
+// neverFits reports whether a refusal of min says it can never fit: a
+// resource maximum below the minimum's own amount.
+func neverFits(err error, min gang.Min) bool {
+	r, ok := asRefusal(err)
+	if !ok || r.Limit != ugm.LimitResources {
+		return false
+	}
+	return min.Resources.Get(resources.Intern(r.Resource)) > r.Max
+}

@@ -1,0 +1,186 @@
+package userquota
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/userquota/userquota/pkg/gang"
+)
+
+// gangPhase is where a gang stands (docs/gangs.md).
+type gangPhase int
+
+const (
+	// gangWaiting: no reservation; its pods are held until its whole
+	// minimum fits.
+	gangWaiting gangPhase = iota
+	// gangReserved: its minimum is reserved (ugm.ReserveGang); its pods
+	// draw on it until the timeout.
+	gangReserved
+	// gangSettled: the reservation was used or timed out Soft; its pods
+	// are ordinary pods.
+	gangSettled
+	// gangFailed: the reservation timed out Hard before its minimum was
+	// drawn; its pods not admitted stay held.
+	gangFailed
+)
+
+// gangBook is the plugin's book of gangs: each gang's minimum as its pods
+// or objects define it, its phase and timeout, and its pods held waiting
+// for it (let in together when it reserves). Its lock guards the book
+// alone: it is never held while calling ugm or the framework.
+type gangBook struct {
+	clock clock.WithDelayedExecution
+
+	mu    sync.Mutex
+	byKey map[string]*gangEntry
+	// of is the gang of each pod held waiting for one.
+	of map[types.UID]string
+}
+
+type gangEntry struct {
+	id    gang.ID
+	min   *gang.Min
+	phase gangPhase
+	timer clock.Timer
+	held  map[types.UID]bool
+}
+
+func newGangBook(c clock.WithDelayedExecution) *gangBook {
+	return &gangBook{clock: c, byKey: map[string]*gangEntry{}, of: map[types.UID]string{}}
+}
+
+// note records member's gang (and its minimum, the first one defined) and
+// returns the gang's phase and minimum.
+func (b *gangBook) note(m *gang.Member) (gangPhase, *gang.Min) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(m.ID)
+	if e.min == nil && m.Min != nil {
+		min := *m.Min
+		e.min = &min
+	}
+	return e.phase, e.min
+}
+
+func (b *gangBook) entry(id gang.ID) *gangEntry {
+	key := id.String()
+	e := b.byKey[key]
+	if e == nil {
+		e = &gangEntry{id: id, held: map[types.UID]bool{}}
+		b.byKey[key] = e
+	}
+	return e
+}
+
+// reserved marks the gang reserved and starts its timeout: fire runs
+// once it passes.
+func (b *gangBook) reserved(id gang.ID, timeout time.Duration, fire func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(id)
+	e.phase = gangReserved
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.timer = b.clock.AfterFunc(timeout, fire)
+}
+
+// lost sets a gang back to waiting: its reservation is gone (a config
+// change drops all room held).
+func (b *gangBook) lost(id gang.ID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(id)
+	if e.phase == gangReserved {
+		e.phase = gangWaiting
+		if e.timer != nil {
+			e.timer.Stop()
+			e.timer = nil
+		}
+	}
+}
+
+// end settles (used, or Soft) or fails (Hard, short of its minimum) the
+// gang and returns its held pods.
+func (b *gangBook) end(key string, failed bool) []types.UID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.byKey[key]
+	if e == nil {
+		return nil
+	}
+	e.phase, e.timer = gangSettled, nil
+	if failed {
+		e.phase = gangFailed
+	}
+	return e.heldPods()
+}
+
+// heldPods lists the pods held waiting for the gang key.
+func (b *gangBook) heldPods(key string) []types.UID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.byKey[key]; e != nil {
+		return e.heldPods()
+	}
+	return nil
+}
+
+func (e *gangEntry) heldPods() []types.UID {
+	out := make([]types.UID, 0, len(e.held))
+	for uid := range e.held {
+		out = append(out, uid)
+	}
+	return out
+}
+
+// holding records uid as held waiting for its gang (true) or not.
+func (b *gangBook) holding(id gang.ID, uid types.UID, held bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(id)
+	if held {
+		e.held[uid] = true
+		b.of[uid] = id.String()
+		return
+	}
+	delete(e.held, uid)
+	delete(b.of, uid)
+}
+
+// forget drops a pod that is gone or bound from its gang's held pods.
+func (b *gangBook) forget(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if key, ok := b.of[uid]; ok {
+		delete(b.of, uid)
+		if e := b.byKey[key]; e != nil {
+			delete(e.held, uid)
+		}
+	}
+}
+
+// style is the gang key's timeout style and timeout (Soft, 0 when its
+// minimum is unknown).
+func (b *gangBook) style(key string) (gang.Style, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.byKey[key]; e != nil && e.min != nil {
+		return e.min.Style, e.min.Timeout
+	}
+	return gang.Soft, 0
+}
+
+// id is the gang key's ID.
+func (b *gangBook) id(key string) gang.ID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.byKey[key]; e != nil {
+		return e.id
+	}
+	return gang.ID{}
+}

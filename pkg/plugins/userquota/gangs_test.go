@@ -1,0 +1,209 @@
+package userquota
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/userquota/userquota/pkg/gang"
+	"github.com/userquota/userquota/pkg/hold"
+)
+
+// gangQueueConfig is issue 19's queue: root.g runs 20 cpu at most, each
+// user 16 cpu there.
+const gangQueueConfig = `
+partitions:
+- name: default
+  queues:
+  - name: root
+    queues:
+    - name: g
+      resources: {max: {vcore: 20}}
+      limits:
+      - limit: everyone
+        users: ["*"]
+        maxresources: {vcore: 16}
+`
+
+// taskGroupPods are the n pods of user's application app, 1 cpu each, in
+// one YuniKorn task group of minMember min; the first carries the task
+// groups (as a Spark driver does), the others only their group's name.
+// params, if set, is the schedulingPolicyParameters annotation.
+func taskGroupPods(user, app string, n, min int, params string) []*v1.Pod {
+	var pods []*v1.Pod
+	for i := 0; i < n; i++ {
+		w := podOf(fmt.Sprintf("%s-%d", app, i)).Annotation("userquota.io/user-info", fmt.Sprintf(`{"user":%q}`, user)).
+			Label("userquota.io/queue", "root.g").Label("applicationId", app).Req(cpu("1")).
+			Annotation(gang.AnnotationTaskGroupName, "workers")
+		if i == 0 {
+			w = w.Annotation(gang.AnnotationTaskGroups, fmt.Sprintf(`[{"name":"workers","minMember":%d,"minResource":{"cpu":"1"}}]`, min))
+			if params != "" {
+				w = w.Annotation(gang.AnnotationPolicyParameters, params)
+			}
+		}
+		pods = append(pods, w.Obj())
+	}
+	return pods
+}
+
+// TestGangAllOrNothing is issue 19's scenario at PreEnqueue: two users'
+// gangs of 8 fit (16 of 20 cpu); a third gang of 8 is held whole, none of
+// its pods admitted and nothing held for it, though 4 pods would fit one
+// by one; when the first gang completes, the third is let in whole.
+// Ignoring gangs, the same third gang is admitted in part (4 of 8).
+func TestGangAllOrNothing(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ignoreGangs=%v", ignore), func(t *testing.T) {
+			args := &Args{IgnoreGangs: ignore}
+			e := newEnv(t, envOptions{config: gangQueueConfig, args: args})
+			a := taskGroupPods("sue", "a", 8, 8, "")
+			b := taskGroupPods("bob", "b", 8, 8, "")
+			c := taskGroupPods("sue", "c", 8, 8, "")
+			for _, p := range append(a, b...) {
+				if s := e.preEnqueue(p); !s.IsSuccess() {
+					t.Fatalf("PreEnqueue(%s) = %v, want admitted", p.Name, s)
+				}
+			}
+			admitted := 0
+			for _, p := range c {
+				s := e.preEnqueue(p)
+				if s.IsSuccess() {
+					admitted++
+					continue
+				}
+				if !ignore && !strings.Contains(s.Message(), "gang TaskGroups ns1/c waits until its minimum of 8 pods (cpu=8,pods=8) fits at once: queue root.g would exceed max: cpu 16+8 > 20") {
+					t.Errorf("PreEnqueue(%s) = %v, want held for the gang's minimum", p.Name, s)
+				}
+			}
+			if ignore {
+				if admitted != 4 {
+					t.Fatalf("ignoring gangs, %d of gang c's pods admitted, want 4 (a partial gang)", admitted)
+				}
+				return
+			}
+			if admitted != 0 {
+				t.Fatalf("%d of gang c's pods admitted, want none", admitted)
+			}
+			if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/c"); ok {
+				t.Fatal("room held for gang c")
+			}
+			// Gang a runs, then completes.
+			for _, p := range a {
+				e.mustSchedule(p)
+				e.bind(p)
+			}
+			e.barrier()
+			e.activator.reset()
+			for _, p := range a {
+				e.delete(p)
+			}
+			want := make([]string, 0, len(c))
+			for _, p := range c {
+				want = append(want, "ns1/"+p.Name)
+			}
+			sort.Strings(want)
+			e.waitFor("gang c let in", func() bool { return len(e.activator.activated()) == len(c) })
+			if diff := cmp.Diff(want, e.activator.activated()); diff != "" {
+				t.Errorf("activated (-want,+got):\n%s", diff)
+			}
+			for _, p := range c {
+				if s := e.pl.PreEnqueue(e.ctx, p); !s.IsSuccess() {
+					t.Errorf("PreEnqueue(%s) after the let-in = %v", p.Name, s)
+				}
+				if !e.pl.ugm.Admitted(string(p.UID)) {
+					t.Errorf("%s let in without room", p.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestGangHeldReasons: a gang that can never fit says so; a member whose
+// gang's task groups no pod defined yet, or whose annotation is
+// malformed, is held naming the annotation, and nothing is held for it.
+func TestGangHeldReasons(t *testing.T) {
+	e := newEnv(t, envOptions{config: gangQueueConfig})
+	huge := taskGroupPods("sue", "huge", 1, 24, "")[0]
+	orphan := taskGroupPods("sue", "orphan", 2, 2, "")[1]
+	bad := taskGroupPods("sue", "bad", 1, 1, "")[0]
+	bad.Annotations[gang.AnnotationTaskGroups] = `[{"name":"workers","minMember":1,`
+	for _, tc := range []struct {
+		pod  *v1.Pod
+		want string
+		kind hold.Kind
+	}{
+		{huge, "gang TaskGroups ns1/huge can never run: its minimum of 24 pods (cpu=24,pods=24) is more than a maximum on its path", hold.KindUser},
+		{orphan, "gang TaskGroups ns1/orphan: annotation yunikorn.apache.org/task-groups: no pod of the application defines its task groups yet", hold.KindGang},
+		{bad, "gang TaskGroups ns1/bad: annotation yunikorn.apache.org/task-groups: not a JSON list of task groups", hold.KindGang},
+	} {
+		s := e.preEnqueue(tc.pod)
+		if s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), tc.want) {
+			t.Errorf("PreEnqueue(%s) = %v, want held: %q", tc.pod.Name, s, tc.want)
+		}
+		if p := e.pl.held.get(tc.pod.UID); p == nil || hold.KindOf(p.Reason) != tc.kind {
+			t.Errorf("%s held as %v, want kind %s", tc.pod.Name, p, tc.kind)
+		}
+	}
+	if n := e.pl.ugm.AdmittedCount(); n != 0 {
+		t.Errorf("%d pods hold room", n)
+	}
+}
+
+// TestGangTimeout: a reservation whose minimum is not all drawn by its
+// timeout is released, and the room it held is let in to others; after a
+// Soft timeout the gang's pods go on as ordinary pods, after a Hard one
+// they are held as failed, room or not.
+func TestGangTimeout(t *testing.T) {
+	for _, style := range []gang.Style{gang.Soft, gang.Hard} {
+		t.Run(string(style), func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			e := newEnv(t, envOptions{config: gangQueueConfig, clock: clk})
+			// 4 of 6 pods exist; the minimum is 6, reserved by the first.
+			pods := taskGroupPods("sue", "t", 4, 6, "placeholderTimeoutInSeconds=60 gangSchedulingStyle="+string(style))
+			for _, p := range pods {
+				if s := e.preEnqueue(p); !s.IsSuccess() {
+					t.Fatalf("PreEnqueue(%s) = %v", p.Name, s)
+				}
+			}
+			if held, _ := e.pl.ugm.GangHeld("TaskGroups ns1/t"); held.String() != "cpu=2,pods=2" {
+				t.Fatalf("gang holds %s, want the 2 pods not yet drawn", held)
+			}
+			// Others fill the queue; the last one waits for the gang's 2.
+			other := userPod("other", "bob", "", "root.g", "14")
+			waits := userPod("waits", "carl", "", "root.g", "2")
+			if s := e.preEnqueue(other); !s.IsSuccess() {
+				t.Fatalf("PreEnqueue(other) = %v", s)
+			}
+			if s := e.preEnqueue(waits); s.IsSuccess() {
+				t.Fatal("a pod took the gang's reserved room")
+			}
+			e.barrier()
+			e.activator.reset()
+			clk.Step(61 * time.Second)
+			e.waitFor("the gang's room let in", func() bool { return len(e.activator.activated()) > 0 })
+			if diff := cmp.Diff([]string{"ns1/waits"}, e.activator.activated()); diff != "" {
+				t.Errorf("activated (-want,+got):\n%s", diff)
+			}
+			if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/t"); ok {
+				t.Error("the reservation outlived its timeout")
+			}
+			// Room for the gang's fifth pod, alone.
+			e.pl.ugm.Unadmit(string(other.UID))
+			late := taskGroupPods("sue", "t", 5, 6, "")[4]
+			s := e.preEnqueue(late)
+			if style == gang.Soft && !s.IsSuccess() {
+				t.Errorf("after a Soft timeout PreEnqueue(late) = %v, want admitted as an ordinary pod", s)
+			}
+			if style == gang.Hard && !strings.Contains(s.Message(), "gang TaskGroups ns1/t failed: its minimum did not run within 1m0s (gangSchedulingStyle=Hard)") {
+				t.Errorf("after a Hard timeout PreEnqueue(late) = %v, want failed", s)
+			}
+		})
+	}
+}
