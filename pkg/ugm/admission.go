@@ -40,6 +40,9 @@ type admission struct {
 	// back if the pod goes without running while the reservation stands.
 	gang  string
 	drawn resources.Vector
+	// drawers, on a gang's reservation: its pods that drew on it and do
+	// not run yet.
+	drawers int
 }
 
 // admittedApp is an application with admissions.
@@ -249,8 +252,15 @@ func (m *Manager) unadmit(key string, giveBack bool) bool {
 	}
 	delete(m.adm.byKey, key)
 	m.drop(ad)
-	if g := m.adm.gangs[ad.gang]; giveBack && g != nil {
-		m.giveBack(g, ad.drawn)
+	if g := m.adm.gangs[ad.gang]; g != nil {
+		g.drawers--
+		if giveBack {
+			m.giveBack(g, ad.drawn)
+		} else if g.drawers <= 0 && g.req.Resources.IsZero() {
+			// Its whole minimum runs: the reservation is done.
+			delete(m.adm.gangs, ad.gang)
+			m.drop(g)
+		}
 	}
 	return true
 }

@@ -14,8 +14,8 @@ import (
 // moves to the pod's own admission without a check, and only the rest is
 // checked. A drawn pod that goes without running (Unadmit) gives its part
 // back while the reservation stands, so a replacement pod can draw it; its
-// commit makes it a charge. ReleaseGang drops what is left (the gang
-// timed out, went, or all its minimum runs).
+// commit makes it a charge, and the reservation ends when all of it runs.
+// ReleaseGang drops what is left (the gang timed out or went).
 
 // GangConflict refuses a pod that draws on a gang reserved for another
 // user, queue or application.
@@ -35,14 +35,19 @@ func (e *GangConflict) Error() string {
 // ErrGangReserved refuses to reserve a gang that holds a reservation
 // (two of its pods raced to reserve it: the second draws instead), and
 // ErrNoGang to draw on one that holds none.
+// ErrGangRuns: the gang's application runs its minimum already (a restart
+// found it running, or it ran before its reservation timed out); its pods
+// are ordinary pods.
 var (
 	ErrGangReserved = errors.New("gang is reserved already")
 	ErrNoGang       = errors.New("gang holds no reservation")
+	ErrGangRuns     = errors.New("gang runs its minimum already")
 )
 
-// ReserveGang holds room for the gang key's minimum req: it fits every
-// limit with the room already held for others and all of it is held, or
-// the refusal names the limit and nothing changes.
+// ReserveGang holds room for the gang key's minimum req less what its
+// application (req.App) runs already: it fits every limit with the room
+// already held for others and all of it is held, or the refusal names the
+// limit and nothing changes. Nothing left to hold is ErrGangRuns.
 func (m *Manager) ReserveGang(key string, req *Request) error {
 	if err := validate(req); err != nil {
 		return err
@@ -52,10 +57,18 @@ func (m *Manager) ReserveGang(key string, req *Request) error {
 	if m.adm.gangs[key] != nil {
 		return fmt.Errorf("%s: %w", key, ErrGangReserved)
 	}
-	if _, _, _, err := m.checkFor(req, nil, nil); err != nil {
+	rest := *req
+	if a := m.apps[req.App]; a != nil {
+		rest.Resources = req.Resources.Clone()
+		rest.Resources.SubClamped(a.usage)
+		if rest.Resources.IsZero() {
+			return fmt.Errorf("%s: %w", key, ErrGangRuns)
+		}
+	}
+	if _, _, _, err := m.checkFor(&rest, nil, nil); err != nil {
 		return err
 	}
-	m.adm.gangs[key] = m.hold(key, req)
+	m.adm.gangs[key] = m.hold(key, &rest)
 	return nil
 }
 
@@ -94,6 +107,7 @@ func (m *Manager) DrawGang(key, podKey string, req *Request) (resources.Vector, 
 	g.req.Resources.SubClamped(drawn)
 	ad := m.hold(podKey, req)
 	ad.gang, ad.drawn = key, drawn
+	g.drawers++
 	m.adm.byKey[podKey] = ad
 	return drawn, nil
 }

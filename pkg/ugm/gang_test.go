@@ -90,6 +90,23 @@ func TestGangs(t *testing.T) {
 			{op: "admit", key: "y", r: cpu("ann", "a1", "1")},
 			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1"), want: "sue-1: gang holds no reservation"},
 		}, held: map[string]string{"sue-1": ""}},
+		{name: "what the gang's application runs is not reserved again", ops: []admitOp{
+			{op: "commit", key: "ran1", r: cpu("sue", "s1", "1")},
+			{op: "commit", key: "ran2", r: cpu("sue", "s1", "1")},
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 5)},
+		}, held: map[string]string{"sue-1": "holds cpu=3,pods=3"}},
+		{name: "a gang that runs its minimum is not reserved", ops: []admitOp{
+			{op: "commit", key: "ran1", r: cpu("sue", "s1", "1")},
+			{op: "commit", key: "ran2", r: cpu("sue", "s1", "1")},
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2), want: "sue-1: gang runs its minimum already"},
+		}, held: map[string]string{"sue-1": ""}},
+		{name: "a reservation ends when its whole minimum runs", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "commit", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "commit", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+		}, held: map[string]string{"sue-1": ""}},
 		{name: "a gang is reserved once", ops: []admitOp{
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2), want: "sue-1: gang is reserved already"},

@@ -88,6 +88,13 @@ func (pl *Plugin) reserveGang(uid types.UID, m *gang.Member, min *gang.Min, req 
 		go pl.letInGang(key)
 	case errors.Is(err, ugm.ErrGangReserved):
 		// Another of its pods reserved it meanwhile: draw.
+	case errors.Is(err, ugm.ErrGangRuns):
+		// Its minimum runs (found running at a restart, or run before a
+		// timeout): its pods are ordinary pods.
+		pl.gangs.end(key, false)
+		pl.gangs.holding(m.ID, uid, false)
+		go pl.letInGang(key)
+		return req, pl.ugm.Admit(string(uid), req)
 	default:
 		pl.gangs.holding(m.ID, uid, true)
 		return req, &gang.HeldError{Gang: m.ID, Min: *min, Err: err, Never: neverFits(err, *min)}

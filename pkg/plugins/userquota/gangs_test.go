@@ -207,3 +207,39 @@ func TestGangTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestGangFoundRunning: a gang whose pods run already (a restart finds
+// them bound) reserves only the rest of its minimum; one that runs its
+// minimum reserves nothing and its pods are ordinary pods.
+func TestGangFoundRunning(t *testing.T) {
+	e := newEnv(t, envOptions{config: gangQueueConfig})
+	pods := taskGroupPods("sue", "r", 5, 4, "")
+	for _, p := range pods[:3] {
+		e.bind(p)
+	}
+	e.barrier()
+	// The fourth defines nothing itself: the minimum comes from the first,
+	// which runs; put the definition on the fourth as a driver restarted.
+	fourth := pods[3]
+	fourth.Annotations[gang.AnnotationTaskGroups] = pods[0].Annotations[gang.AnnotationTaskGroups]
+	if s := e.preEnqueue(fourth); !s.IsSuccess() {
+		t.Fatalf("PreEnqueue(fourth) = %v", s)
+	}
+	if held, ok := e.pl.ugm.GangHeld("TaskGroups ns1/r"); !ok || !held.IsZero() {
+		t.Fatalf("gang holds %v (%v), want a reservation of the one pod missing, drawn", held, ok)
+	}
+	e.mustSchedule(fourth)
+	e.bind(fourth)
+	e.barrier()
+	// Its minimum runs: a fifth pod is an ordinary pod, and a restarted
+	// plugin (a new gang book) reserves nothing for it.
+	e.pl.gangs = newGangBook(e.pl.gangs.clock)
+	fifth := pods[4]
+	fifth.Annotations[gang.AnnotationTaskGroups] = pods[0].Annotations[gang.AnnotationTaskGroups]
+	if s := e.preEnqueue(fifth); !s.IsSuccess() {
+		t.Fatalf("PreEnqueue(fifth) = %v", s)
+	}
+	if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/r"); ok {
+		t.Error("a gang that runs its minimum holds a reservation")
+	}
+}
