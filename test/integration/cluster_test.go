@@ -119,10 +119,20 @@ type runningScheduler struct {
 // until the plugin is ready to decide.
 func (c *cluster) startScheduler() *runningScheduler {
 	c.t.Helper()
+	return c.startSchedulerWith(nil)
+}
+
+// startSchedulerWith starts the scheduler with these UserQuota args
+// besides the test's own (its ConfigMap namespace, no REST API).
+func (c *cluster) startSchedulerWith(args map[string]any) *runningScheduler {
+	c.t.Helper()
 	dir := c.t.TempDir()
 	cfgPath := filepath.Join(dir, "scheduler.yaml")
-	config := controlplane.SchedulerConfig{Kubeconfig: c.kubeconfig, QPS: 500, Burst: 1000, UserQuota: true,
-		Args: map[string]string{"configMapNamespace": c.ns, "restAddress": ""}}
+	all := map[string]any{"configMapNamespace": c.ns, "restAddress": ""}
+	for k, v := range args {
+		all[k] = v
+	}
+	config := controlplane.SchedulerConfig{Kubeconfig: c.kubeconfig, QPS: 500, Burst: 1000, UserQuota: true, Args: all}
 	if err := os.WriteFile(cfgPath, config.YAML(), 0o600); err != nil {
 		c.t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ const (
 // as for one process on a laptop (hack/local-up.sh does the same).
 func schedulerConfig(kubeconfig string, p profile, qps int) []byte {
 	return controlplane.SchedulerConfig{Kubeconfig: kubeconfig, QPS: qps, Burst: qps, UserQuota: p == withQuota,
-		Args: map[string]string{
+		Args: map[string]any{
 			"configMapNamespace":  configNamespace,
 			"configMapName":       controlplane.QueueConfigMap,
 			"restAddress":         "",

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -29,8 +30,9 @@ type SchedulerConfig struct {
 	// DefaultPreemption. Without it the profile runs kube-scheduler's
 	// default plugins (UserQuota registered, not enabled).
 	UserQuota bool
-	// Args are the UserQuota plugin's args (its pluginConfig), as strings.
-	Args map[string]string
+	// Args are the UserQuota plugin's args (its pluginConfig); each value
+	// is written as JSON (a string quoted, a bool or number bare).
+	Args map[string]any
 }
 
 // YAML renders the config.
@@ -72,7 +74,11 @@ profiles:
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, "      %s: %q\n", k, c.Args[k])
+		v, err := json.Marshal(c.Args[k])
+		if err != nil {
+			panic(fmt.Sprintf("scheduler arg %s: %v", k, err))
+		}
+		fmt.Fprintf(&b, "      %s: %s\n", k, v)
 	}
 	return []byte(b.String())
 }
