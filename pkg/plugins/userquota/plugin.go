@@ -22,8 +22,8 @@
 //	elasticQuotas.mu -> pendingPods.mu -> ugm.Manager.mu (read)
 //	elasticQuotas.mu -> capacity.mu
 //
-// holds.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu, capacity.mu
-// and pendingPods.mu are taken alone otherwise: never while calling the
+// holds.mu, gangBook.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu,
+// capacity.mu and pendingPods.mu are taken alone otherwise: never while calling the
 // ledger, ugm or the framework (PreEnqueue runs under the scheduling
 // queue's lock, which Activate takes: no lock of ours is held across
 // either). ugm.Decide runs placement under ugm's read lock; placement
