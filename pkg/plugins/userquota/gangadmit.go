@@ -49,7 +49,7 @@ func (pl *Plugin) admitMember(pod *v1.Pod, m *gang.Member, gerr error, d ugm.Dec
 		return req, d.Err
 	}
 	uid := pod.UID
-	phase, min := pl.gangs.note(m)
+	phase, min := pl.gangs.note(m, uid)
 	switch phase {
 	case gangSettled:
 		if d.Err != nil {
@@ -158,4 +158,20 @@ func neverFits(err error, min gang.Min) bool {
 		return false
 	}
 	return min.Resources.Get(resources.Intern(r.Resource)) > r.Max
+}
+
+// gangPodGone ends the reservation of a reserved gang whose last pod was
+// deleted, and lets in what it held: a job deleted whole leaves nothing
+// behind. Its pods running are pods too: a gang with a pod bound keeps
+// its reservation (a Spark driver creates its executors after it runs).
+func (pl *Plugin) gangPodGone(logger klog.Logger, uid types.UID) {
+	key, last := pl.gangs.gone(uid)
+	if !last {
+		return
+	}
+	pl.gangs.end(key, false)
+	if rel, ok := pl.ugm.ReleaseGang(key); ok && !rel.Resources.IsZero() {
+		logger.V(2).Info("Gang's last pod deleted: reservation released", "gang", key)
+		pl.onRelease(logger, rel)
+	}
 }

@@ -37,7 +37,7 @@ type gangBook struct {
 
 	mu    sync.Mutex
 	byKey map[string]*gangEntry
-	// of is the gang of each pod held waiting for one.
+	// of is the gang of each pod seen (until it is deleted).
 	of map[types.UID]string
 }
 
@@ -46,16 +46,19 @@ type gangEntry struct {
 	min   *gang.Min
 	phase gangPhase
 	timer clock.Timer
-	held  map[types.UID]bool
+	// pods are the gang's pods seen and not deleted; held those of them
+	// held waiting for it.
+	pods map[types.UID]bool
+	held map[types.UID]bool
 }
 
 func newGangBook(c clock.WithDelayedExecution) *gangBook {
 	return &gangBook{clock: c, byKey: map[string]*gangEntry{}, of: map[types.UID]string{}}
 }
 
-// note records member's gang (and its minimum, the first one defined) and
-// returns the gang's phase and minimum.
-func (b *gangBook) note(m *gang.Member) (gangPhase, *gang.Min) {
+// note records the pod uid as member's (and the gang's minimum, the first
+// one defined) and returns the gang's phase and minimum.
+func (b *gangBook) note(m *gang.Member, uid types.UID) (gangPhase, *gang.Min) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(m.ID)
@@ -63,6 +66,8 @@ func (b *gangBook) note(m *gang.Member) (gangPhase, *gang.Min) {
 		min := *m.Min
 		e.min = &min
 	}
+	e.pods[uid] = true
+	b.of[uid] = m.ID.String()
 	return e.phase, e.min
 }
 
@@ -70,7 +75,7 @@ func (b *gangBook) entry(id gang.ID) *gangEntry {
 	key := id.String()
 	e := b.byKey[key]
 	if e == nil {
-		e = &gangEntry{id: id, held: map[types.UID]bool{}}
+		e = &gangEntry{id: id, pods: map[types.UID]bool{}, held: map[types.UID]bool{}}
 		b.byKey[key] = e
 	}
 	return e
@@ -113,11 +118,25 @@ func (b *gangBook) end(key string, failed bool) []types.UID {
 	if e == nil {
 		return nil
 	}
+	if e.timer != nil {
+		e.timer.Stop()
+	}
 	e.phase, e.timer = gangSettled, nil
 	if failed {
 		e.phase = gangFailed
 	}
-	return e.heldPods()
+	held := e.heldPods()
+	b.tidy(key, e)
+	return held
+}
+
+// tidy drops a gang with no pod left, unless it is reserved (its timer or
+// its last pod's deletion ends it): the book holds no more gangs than
+// live pods.
+func (b *gangBook) tidy(key string, e *gangEntry) {
+	if len(e.pods) == 0 && e.phase != gangReserved {
+		delete(b.byKey, key)
+	}
 }
 
 // heldPods lists the pods held waiting for the gang key.
@@ -145,23 +164,40 @@ func (b *gangBook) holding(id gang.ID, uid types.UID, held bool) {
 	e := b.entry(id)
 	if held {
 		e.held[uid] = true
-		b.of[uid] = id.String()
 		return
 	}
 	delete(e.held, uid)
-	delete(b.of, uid)
 }
 
 // forget drops a pod that is gone or bound from its gang's held pods.
 func (b *gangBook) forget(uid types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if key, ok := b.of[uid]; ok {
-		delete(b.of, uid)
-		if e := b.byKey[key]; e != nil {
-			delete(e.held, uid)
-		}
+	if e := b.byKey[b.of[uid]]; e != nil {
+		delete(e.held, uid)
 	}
+}
+
+// gone drops a deleted pod from its gang and returns the gang's key when
+// it was the last pod of a reserved gang (its reservation is left to no
+// one).
+func (b *gangBook) gone(uid types.UID) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key, ok := b.of[uid]
+	if !ok {
+		return "", false
+	}
+	delete(b.of, uid)
+	e := b.byKey[key]
+	if e == nil {
+		return "", false
+	}
+	delete(e.pods, uid)
+	delete(e.held, uid)
+	last := len(e.pods) == 0 && e.phase == gangReserved
+	b.tidy(key, e)
+	return key, last
 }
 
 // style is the gang key's timeout style and timeout (Soft, 0 when its

@@ -243,3 +243,38 @@ func TestGangFoundRunning(t *testing.T) {
 		t.Error("a gang that runs its minimum holds a reservation")
 	}
 }
+
+// TestGangDeletedWhole: a reserved gang whose pods are all deleted
+// before its minimum runs leaves nothing behind: the reservation goes at
+// once (not at its timeout) and its room is let in; the book forgets the
+// gang.
+func TestGangDeletedWhole(t *testing.T) {
+	e := newEnv(t, envOptions{config: gangQueueConfig})
+	pods := taskGroupPods("sue", "d", 2, 8, "")
+	for _, p := range pods {
+		if s := e.preEnqueue(p); !s.IsSuccess() {
+			t.Fatalf("PreEnqueue(%s) = %v", p.Name, s)
+		}
+	}
+	other := userPod("other", "bob", "", "root.g", "16")
+	if s := e.preEnqueue(other); s.IsSuccess() {
+		t.Fatal("a pod took the gang's reserved room")
+	}
+	e.barrier()
+	e.activator.reset()
+	for _, p := range pods {
+		e.delete(p)
+	}
+	e.waitFor("the gang's room let in", func() bool { return len(e.activator.activated()) > 0 })
+	if diff := cmp.Diff([]string{"ns1/other"}, e.activator.activated()); diff != "" {
+		t.Errorf("activated (-want,+got):\n%s", diff)
+	}
+	if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/d"); ok {
+		t.Error("the reservation outlived its gang's pods")
+	}
+	e.pl.gangs.mu.Lock()
+	defer e.pl.gangs.mu.Unlock()
+	if len(e.pl.gangs.byKey) != 0 || len(e.pl.gangs.of) != 0 {
+		t.Errorf("the gang book kept %d gangs, %d pods", len(e.pl.gangs.byKey), len(e.pl.gangs.of))
+	}
+}

@@ -169,6 +169,7 @@ func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 		return
 	}
 	pl.forgetPod(logger, pod.UID)
+	pl.gangPodGone(logger, pod.UID)
 	pl.reclaim.forget(pod.UID)
 	pl.elastic.podGone(pod.UID)
 	pl.release(logger, pod)
