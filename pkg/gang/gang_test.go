@@ -50,7 +50,7 @@ func TestOf(t *testing.T) {
 		{name: "workload", pod: wl, want: &Member{ID: ID{Namespace: "ns", Form: FormWorkload, Name: "train", PodGroup: "workers", Replica: "r0"}}},
 		{name: "workload first", pod: both, want: &Member{ID: ID{Namespace: "ns", Form: FormWorkload, Name: "w", PodGroup: "g"}}},
 		{name: "pod group", pod: pod(map[string]string{LabelPodGroup: "pg"}, nil), want: &Member{ID: ID{Namespace: "ns", Form: FormPodGroup, Name: "pg"}}},
-		{name: "empty pod group label", pod: pod(map[string]string{LabelPodGroup: ""}, nil), wantErr: "label scheduling.x-k8s.io/pod-group: empty"},
+		{name: "empty pod group label is no gang", pod: pod(map[string]string{LabelPodGroup: ""}, nil), app: "a"},
 		{name: "executor names its group only", pod: pod(nil, map[string]string{AnnotationTaskGroupName: "spark-executor"}), app: "spark-1",
 			want: &Member{ID: ID{Namespace: "ns", Form: FormTaskGroups, Name: "spark-1"}, TaskGroup: "spark-executor"}},
 	}

@@ -28,12 +28,9 @@ func Of(pod *v1.Pod, app string) (*Member, error) {
 	if ref := pod.Spec.WorkloadRef; ref != nil {
 		return &Member{ID: ID{Namespace: pod.Namespace, Form: FormWorkload, Name: ref.Name, PodGroup: ref.PodGroup, Replica: ref.PodGroupReplicaKey}}, nil
 	}
-	if name, ok := pod.Labels[LabelPodGroup]; ok {
-		id := ID{Namespace: pod.Namespace, Form: FormPodGroup, Name: name}
-		if name == "" {
-			return nil, &Error{Gang: id, What: "label " + LabelPodGroup, Reason: "empty"}
-		}
-		return &Member{ID: id}, nil
+	// An empty label is no pod group, as coscheduling reads it.
+	if name := pod.Labels[LabelPodGroup]; name != "" {
+		return &Member{ID: ID{Namespace: pod.Namespace, Form: FormPodGroup, Name: name}}, nil
 	}
 	return TaskGroupsMember(pod, app)
 }
