@@ -20,6 +20,17 @@ type Member struct {
 	Min *Min
 }
 
+// Marked reports whether pod carries any form of gang: a cheap test
+// before Of, which needs the pod's application.
+func Marked(pod *v1.Pod) bool {
+	if pod.Spec.WorkloadRef != nil || pod.Labels[LabelPodGroup] != "" {
+		return true
+	}
+	_, named := pod.Annotations[AnnotationTaskGroupName]
+	_, defined := pod.Annotations[AnnotationTaskGroups]
+	return named || defined
+}
+
 // Of reads the gang pod belongs to, in the first form it carries:
 // spec.workloadRef, then the coscheduling label, then the YuniKorn
 // annotations. app is the pod's application ID (a YuniKorn gang is its

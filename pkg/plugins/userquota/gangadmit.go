@@ -22,7 +22,7 @@ import (
 // or why its gang cannot be read. Only YuniKorn task groups are enforced
 // so far: Workload and PodGroup gangs need their objects (docs/gangs.md).
 func (pl *Plugin) gangOf(pod *v1.Pod) (*gang.Member, error) {
-	if pl.args.IgnoreGangs {
+	if pl.args.IgnoreGangs || !gang.Marked(pod) {
 		return nil, nil
 	}
 	m, err := gang.Of(pod, podApp(pod).ID)
