@@ -96,6 +96,15 @@ var (
 	}, []string{"queue", "reason"})
 )
 
+// Values of the event label of gangs_total.
+const (
+	GangHeld     = "held"
+	GangReserved = "reserved"
+	GangTimedOut = "timed_out"
+	GangFailed   = "failed"
+	GangDeleted  = "deleted"
+)
+
 // Values of the result label of status writes.
 const (
 	ResultWritten = "written"
@@ -106,7 +115,7 @@ var (
 	holds = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "holds_total",
-		Help:           "Pods held out of the scheduling queue for quota, counted when a pod becomes held or what holds it changes, by kind of limit (User, Group, Queue, Applications, Share, Guaranteed, Placement, Application, Behind).",
+		Help:           "Pods held out of the scheduling queue for quota, counted when a pod becomes held or what holds it changes, by kind of limit (User, Group, Queue, Applications, Share, Guaranteed, Placement, Application, Behind, Gang).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 	letIns = metrics.NewCounter(&metrics.CounterOpts{
@@ -115,6 +124,12 @@ var (
 		Help:           "Held pods let into the scheduling queue after room freed.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	gangs = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "gangs_total",
+		Help:           "Gangs by event: held (its minimum did not fit; once per wait), reserved (its whole minimum reserved), timed_out (a reservation not all used by its timeout, Soft), failed (the same, Hard), deleted (its last pod deleted while reserved).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"event"})
 	statusWrites = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "status_writes_total",
@@ -130,7 +145,7 @@ var registerOnce sync.Once
 // called the Record functions do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, statusWrites)
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, gangs, statusWrites)
 		legacyregistry.CustomMustRegister(usageCollector)
 	})
 }
@@ -163,6 +178,9 @@ func RecordPreempted(queue, reason string) { preempted.WithLabelValues(queue, re
 
 // RecordHold counts a pod becoming held, or held by another limit, by kind.
 func RecordHold(kind string) { holds.WithLabelValues(kind).Inc() }
+
+// RecordGang counts a gang event (GangHeld, GangReserved, ...).
+func RecordGang(event string) { gangs.WithLabelValues(event).Inc() }
 
 // RecordLetIn counts a held pod let in.
 func RecordLetIn() { letIns.Inc() }

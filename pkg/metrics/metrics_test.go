@@ -206,6 +206,26 @@ userquota_config_reloads_total{result="invalid"} 1
 	}
 }
 
+func TestGangCounters(t *testing.T) {
+	Register()
+	gangs.Reset()
+	for _, ev := range []string{GangHeld, GangReserved, GangReserved, GangTimedOut, GangFailed, GangDeleted} {
+		RecordGang(ev)
+	}
+	want := `
+# HELP userquota_gangs_total [ALPHA] Gangs by event: held (its minimum did not fit; once per wait), reserved (its whole minimum reserved), timed_out (a reservation not all used by its timeout, Soft), failed (the same, Hard), deleted (its last pod deleted while reserved).
+# TYPE userquota_gangs_total counter
+userquota_gangs_total{event="deleted"} 1
+userquota_gangs_total{event="failed"} 1
+userquota_gangs_total{event="held"} 1
+userquota_gangs_total{event="reserved"} 2
+userquota_gangs_total{event="timed_out"} 1
+`
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), "userquota_gangs_total"); err != nil {
+		t.Error(err)
+	}
+}
+
 // The metric names and labels pass Prometheus' lint.
 func TestLint(t *testing.T) {
 	Register()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -84,6 +85,7 @@ func (pl *Plugin) reserveGang(uid types.UID, m *gang.Member, min *gang.Min, req 
 	case err == nil:
 		// Off the timer's goroutine (a fake clock fires under its lock).
 		pl.gangs.reserved(m.ID, min.Timeout, func() { go pl.gangTimeout(key) })
+		metrics.RecordGang(metrics.GangReserved)
 		// Off the scheduling queue's lock (this may be PreEnqueue).
 		go pl.letInGang(key)
 	case errors.Is(err, ugm.ErrGangReserved):
@@ -97,6 +99,9 @@ func (pl *Plugin) reserveGang(uid types.UID, m *gang.Member, min *gang.Min, req 
 		return req, pl.ugm.Admit(string(uid), req)
 	default:
 		pl.gangs.holding(m.ID, uid, true)
+		if pl.gangs.waits(m.ID) {
+			metrics.RecordGang(metrics.GangHeld)
+		}
 		return req, &gang.HeldError{Gang: m.ID, Min: *min, Err: err, Never: neverFits(err, *min)}
 	}
 	_, err := pl.ugm.DrawGang(key, string(uid), req)
@@ -131,6 +136,12 @@ func (pl *Plugin) gangTimeout(key string) {
 	failed := short && style == gang.Hard
 	held := pl.gangs.end(key, failed)
 	logger.V(2).Info("Gang reservation ended", "gang", key, "short", short, "failed", failed, "held", len(held))
+	switch {
+	case failed:
+		metrics.RecordGang(metrics.GangFailed)
+	case short:
+		metrics.RecordGang(metrics.GangTimedOut)
+	}
 	if ok && !rel.Resources.IsZero() {
 		pl.onRelease(logger, rel)
 	}
@@ -172,6 +183,7 @@ func (pl *Plugin) gangPodGone(logger klog.Logger, uid types.UID) {
 	pl.gangs.end(key, false)
 	if rel, ok := pl.ugm.ReleaseGang(key); ok && !rel.Resources.IsZero() {
 		logger.V(2).Info("Gang's last pod deleted: reservation released", "gang", key)
+		metrics.RecordGang(metrics.GangDeleted)
 		pl.onRelease(logger, rel)
 	}
 }

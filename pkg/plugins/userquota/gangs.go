@@ -50,6 +50,8 @@ type gangEntry struct {
 	// held waiting for it.
 	pods map[types.UID]bool
 	held map[types.UID]bool
+	// waitCounted: this wait for room was counted (metrics GangHeld).
+	waitCounted bool
 }
 
 func newGangBook(c clock.WithDelayedExecution) *gangBook {
@@ -87,7 +89,7 @@ func (b *gangBook) reserved(id gang.ID, timeout time.Duration, fire func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(id)
-	e.phase = gangReserved
+	e.phase, e.waitCounted = gangReserved, false
 	if e.timer != nil {
 		e.timer.Stop()
 	}
@@ -167,6 +169,17 @@ func (b *gangBook) holding(id gang.ID, uid types.UID, held bool) {
 		return
 	}
 	delete(e.held, uid)
+}
+
+// waits marks the gang waiting for room and reports whether this wait is
+// new (not counted yet).
+func (b *gangBook) waits(id gang.ID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entry(id)
+	first := !e.waitCounted
+	e.waitCounted = true
+	return first
 }
 
 // forget drops a pod that is gone or bound from its gang's held pods.

@@ -9,12 +9,36 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
 	fwk "k8s.io/kube-scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/metrics"
 )
+
+// gangEvents reads userquota_gangs_total{event} (0 before the first).
+func gangEvents(t *testing.T, event string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "userquota_gangs_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "event" && l.GetValue() == event {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
 
 // gangQueueConfig is issue 19's queue: root.g runs 20 cpu at most, each
 // user 16 cpu there.
@@ -71,6 +95,7 @@ func TestGangAllOrNothing(t *testing.T) {
 					t.Fatalf("PreEnqueue(%s) = %v, want admitted", p.Name, s)
 				}
 			}
+			held0, reserved0 := gangEvents(t, metrics.GangHeld), gangEvents(t, metrics.GangReserved)
 			admitted := 0
 			for _, p := range c {
 				s := e.preEnqueue(p)
@@ -93,6 +118,9 @@ func TestGangAllOrNothing(t *testing.T) {
 			}
 			if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/c"); ok {
 				t.Fatal("room held for gang c")
+			}
+			if d := gangEvents(t, metrics.GangHeld) - held0; d != 1 {
+				t.Errorf("userquota_gangs_total{event=held} grew by %v for one gang held, want 1", d)
 			}
 			// Gang a runs, then completes.
 			for _, p := range a {
@@ -120,6 +148,9 @@ func TestGangAllOrNothing(t *testing.T) {
 				if !e.pl.ugm.Admitted(string(p.UID)) {
 					t.Errorf("%s let in without room", p.Name)
 				}
+			}
+			if d := gangEvents(t, metrics.GangReserved) - reserved0; d != 1 {
+				t.Errorf("userquota_gangs_total{event=reserved} grew by %v for gang c, want 1", d)
 			}
 		})
 	}
@@ -186,6 +217,8 @@ func TestGangTimeout(t *testing.T) {
 			}
 			e.barrier()
 			e.activator.reset()
+			event := map[gang.Style]string{gang.Soft: metrics.GangTimedOut, gang.Hard: metrics.GangFailed}[style]
+			before := gangEvents(t, event)
 			clk.Step(61 * time.Second)
 			e.waitFor("the gang's room let in", func() bool { return len(e.activator.activated()) > 0 })
 			if diff := cmp.Diff([]string{"ns1/waits"}, e.activator.activated()); diff != "" {
@@ -193,6 +226,9 @@ func TestGangTimeout(t *testing.T) {
 			}
 			if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/t"); ok {
 				t.Error("the reservation outlived its timeout")
+			}
+			if d := gangEvents(t, event) - before; d != 1 {
+				t.Errorf("userquota_gangs_total{event=%s} grew by %v, want 1", event, d)
 			}
 			// Room for the gang's fifth pod, alone.
 			e.pl.ugm.Unadmit(string(other.UID))
