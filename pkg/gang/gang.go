@@ -103,9 +103,3 @@ type Error struct {
 func (e *Error) Error() string {
 	return fmt.Sprintf("gang %s: %s: %s", e.Gang, e.What, e.Reason)
 }
-
-// times is m members of a pod's request, pods included, or an overflow
-// error.
-func times(req resources.Vector, m int32) (resources.Vector, error) {
-	return req.Times(int64(m))
-}

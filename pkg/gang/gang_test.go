@@ -66,8 +66,8 @@ func TestOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if Marked(tc.pod) != (tc.want != nil) {
-				t.Errorf("Marked = %v, want %v", Marked(tc.pod), tc.want != nil)
+			if form, ok := FormOf(tc.pod); ok != (tc.want != nil) || ok && form != tc.want.ID.Form {
+				t.Errorf("FormOf = %v, %v; want %+v", form, ok, tc.want)
 			}
 			if (got == nil) != (tc.want == nil) || got != nil && (got.ID != tc.want.ID || got.TaskGroup != tc.want.TaskGroup || got.Min != nil) {
 				t.Fatalf("Of = %+v, want %+v", got, tc.want)

@@ -20,15 +20,20 @@ type Member struct {
 	Min *Min
 }
 
-// Marked reports whether pod carries any form of gang: a cheap test
-// before Of, which needs the pod's application.
-func Marked(pod *v1.Pod) bool {
-	if pod.Spec.WorkloadRef != nil || pod.Labels[LabelPodGroup] != "" {
-		return true
+// FormOf is the form of gang pod carries, the first of spec.workloadRef,
+// the coscheduling label and the YuniKorn annotations (Of reads them in
+// that order); false for none. It only looks: a cheap test before Of,
+// which needs the pod's application.
+func FormOf(pod *v1.Pod) (Form, bool) {
+	switch {
+	case pod.Spec.WorkloadRef != nil:
+		return FormWorkload, true
+	case pod.Labels[LabelPodGroup] != "": // empty: no pod group, as coscheduling reads it
+		return FormPodGroup, true
 	}
 	_, named := pod.Annotations[AnnotationTaskGroupName]
 	_, defined := pod.Annotations[AnnotationTaskGroups]
-	return named || defined
+	return FormTaskGroups, named || defined
 }
 
 // Of reads the gang pod belongs to, in the first form it carries:
@@ -36,12 +41,15 @@ func Marked(pod *v1.Pod) bool {
 // annotations. app is the pod's application ID (a YuniKorn gang is its
 // application). nil, nil: not in a gang.
 func Of(pod *v1.Pod, app string) (*Member, error) {
-	if ref := pod.Spec.WorkloadRef; ref != nil {
+	form, ok := FormOf(pod)
+	switch {
+	case !ok:
+		return nil, nil
+	case form == FormWorkload:
+		ref := pod.Spec.WorkloadRef
 		return &Member{ID: ID{Namespace: pod.Namespace, Form: FormWorkload, Name: ref.Name, PodGroup: ref.PodGroup, Replica: ref.PodGroupReplicaKey}}, nil
-	}
-	// An empty label is no pod group, as coscheduling reads it.
-	if name := pod.Labels[LabelPodGroup]; name != "" {
-		return &Member{ID: ID{Namespace: pod.Namespace, Form: FormPodGroup, Name: name}}, nil
+	case form == FormPodGroup:
+		return &Member{ID: ID{Namespace: pod.Namespace, Form: FormPodGroup, Name: pod.Labels[LabelPodGroup]}}, nil
 	}
 	return TaskGroupsMember(pod, app)
 }

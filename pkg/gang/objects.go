@@ -28,7 +28,7 @@ func WorkloadMin(w *schedulingv1alpha1.Workload, id ID, member resources.Vector)
 		if g.MinCount <= 0 {
 			return Min{}, false, &Error{Gang: id, What: what, Reason: fmt.Sprintf("pod group %q: gang minCount %d, want at least 1", pg.Name, g.MinCount)}
 		}
-		all, err := times(member, g.MinCount)
+		all, err := member.Times(int64(g.MinCount))
 		if err != nil {
 			return Min{}, false, &Error{Gang: id, What: what, Reason: fmt.Sprintf("pod group %q: %d members: %v", pg.Name, g.MinCount, err)}
 		}
@@ -63,7 +63,7 @@ func PodGroupMin(pg *schedv1alpha1.PodGroup, member resources.Vector) (Min, erro
 			min.Resources.Set(resources.Intern(resources.Pods), int64(n))
 		}
 	} else {
-		min.Resources, err = times(member, n)
+		min.Resources, err = member.Times(int64(n))
 	}
 	if err != nil {
 		return Min{}, &Error{Gang: id, What: what, Reason: err.Error()}

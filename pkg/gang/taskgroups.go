@@ -82,7 +82,7 @@ func TaskGroupsMember(pod *v1.Pod, app string) (*Member, error) {
 			return nil, bad(AnnotationTaskGroups, "task group %q: minResource: %v", g.Name, err)
 		}
 		per.Set(resources.Intern(resources.Pods), 1)
-		all, err := times(per, g.MinMember)
+		all, err := per.Times(int64(g.MinMember))
 		if err == nil {
 			err = min.Resources.Add(all)
 		}

@@ -2,6 +2,7 @@ package ugm
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -104,34 +105,54 @@ func TestAdmissions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New()
 			m.SetConfig(queueconfigtest.MustPartition(t, admitConfig))
-			for i, op := range tc.ops {
-				var err error
-				switch op.op {
-				case "admit":
-					err = m.Admit(op.key, op.r)
-				case "unadmit":
-					if _, ok := m.Unadmit(op.key); !ok {
-						err = fmt.Errorf("not admitted")
-					}
-				case "commit":
-					err = m.Commit(op.key, op.r)
-				case "force":
-					err = m.ForceCommit(op.key, op.r)
-				case "release":
-					err = m.Decrease(op.r)
-				case "decide":
-					r := *op.r
-					err = m.Decide(op.key, func(*InForce, Queues) (Request, error) { return r, nil }, false).Err
-				}
-				got := ""
-				if err != nil {
-					got = err.Error()
-				}
-				if got != op.want {
-					t.Fatalf("step %d (%s %s): %q, want %q", i, op.op, op.key, got, op.want)
-				}
-			}
+			runOps(t, m, tc.ops)
 		})
+	}
+}
+
+// runOps runs an admission or gang scenario on m, failing at the first
+// step whose error text is not the one wanted. Gang ops: reserve
+// (ReserveGang), draw (DrawGang on the gang before the key's slash),
+// releaseGang (ReleaseGang).
+func runOps(t *testing.T, m *Manager, ops []admitOp) {
+	t.Helper()
+	for i, op := range ops {
+		var err error
+		switch op.op {
+		case "admit":
+			err = m.Admit(op.key, op.r)
+		case "unadmit":
+			if _, ok := m.Unadmit(op.key); !ok {
+				err = fmt.Errorf("not admitted")
+			}
+		case "commit":
+			err = m.Commit(op.key, op.r)
+		case "force":
+			err = m.ForceCommit(op.key, op.r)
+		case "release":
+			err = m.Decrease(op.r)
+		case "decide":
+			r := *op.r
+			err = m.Decide(op.key, func(*InForce, Queues) (Request, error) { return r, nil }, false).Err
+		case "reserve":
+			err = m.ReserveGang(op.key, op.r)
+		case "draw":
+			gang, _, _ := strings.Cut(op.key, "/")
+			_, err = m.DrawGang(gang, op.key, op.r)
+		case "releaseGang":
+			if _, ok := m.ReleaseGang(op.key); !ok {
+				err = fmt.Errorf("no reservation")
+			}
+		default:
+			t.Fatalf("step %d: unknown op %q", i, op.op)
+		}
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != op.want {
+			t.Fatalf("step %d (%s %s): %q, want %q", i, op.op, op.key, got, op.want)
+		}
 	}
 }
 

@@ -81,7 +81,7 @@ func TestGangs(t *testing.T) {
 		{name: "a released reservation frees what is left; drawn pods keep theirs", ops: []admitOp{
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 8)},
 			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
-			{op: "release", key: "sue-1"},
+			{op: "releaseGang", key: "sue-1"},
 			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
 			{op: "admit", key: "x", r: cpu("ann", "a1", "3")},
 			{op: "admit", key: "y", r: cpu("ann", "a1", "1"), want: "queue root.g would exceed max: cpu 20+1 > 20 (20 of it admitted, not running yet)"},
@@ -132,35 +132,7 @@ func TestGangs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New()
 			m.SetConfig(queueconfigtest.MustPartition(t, gangConfig))
-			for i, op := range tc.ops {
-				var err error
-				switch op.op {
-				case "reserve":
-					err = m.ReserveGang(op.key, op.r)
-				case "draw":
-					gang, _, _ := cut(op.key)
-					_, err = m.DrawGang(gang, op.key, op.r)
-				case "release":
-					if _, ok := m.ReleaseGang(op.key); !ok {
-						err = fmt.Errorf("no reservation")
-					}
-				case "admit":
-					err = m.Admit(op.key, op.r)
-				case "unadmit":
-					if _, ok := m.Unadmit(op.key); !ok {
-						err = fmt.Errorf("not admitted")
-					}
-				case "commit":
-					err = m.Commit(op.key, op.r)
-				}
-				got := ""
-				if err != nil {
-					got = err.Error()
-				}
-				if got != op.want {
-					t.Fatalf("step %d (%s %s): %q, want %q", i, op.op, op.key, got, op.want)
-				}
-			}
+			runOps(t, m, tc.ops)
 			for key, want := range tc.held {
 				v, ok := m.GangHeld(key)
 				got := ""
@@ -175,20 +147,9 @@ func TestGangs(t *testing.T) {
 	}
 }
 
-// cut splits "gang/pod" at its slash.
-func cut(key string) (gang, pod string, ok bool) {
-	for i := range key {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return key, "", false
-}
-
 // TestGangsConcurrent reserves, draws, commits, gives back and releases
-// from several goroutines (run with -race); afterwards nothing is held or
-// used, and at no point did a user's usage plus room exceed the limit
-// (ugm refuses, so a failure shows as a negative or leftover amount).
+// from several goroutines (run with -race); afterwards nothing is held,
+// no admission or application is left and nothing runs.
 func TestGangsConcurrent(t *testing.T) {
 	m := New()
 	m.SetConfig(queueconfigtest.MustPartition(t, gangConfig))

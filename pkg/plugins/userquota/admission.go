@@ -53,7 +53,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	pl.elastic.ensure(ctx, logger)
 	frees := pl.held.freed()
-	if m, gerr := pl.gangOf(pod); (m != nil || gerr != nil) && !pl.ugm.Admitted(string(pod.UID)) {
+	if pl.enforcesGang(pod) && !pl.ugm.Admitted(string(pod.UID)) {
 		// A gang's pod without room (a config change dropped it): it
 		// passes only on its gang's reservation, never alone.
 		if req, err := pl.admitPod(pod, nil); err != nil {

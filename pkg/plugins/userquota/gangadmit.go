@@ -19,18 +19,14 @@ import (
 // first of them to fit makes; its other held pods are then let in to draw
 // on it. Until it fits, all of them are held.
 
-// gangOf is the gang pod belongs to (nil: none, or gangs are ignored),
-// or why its gang cannot be read. Only YuniKorn task groups are enforced
-// so far: Workload and PodGroup gangs need their objects (docs/gangs.md).
-func (pl *Plugin) gangOf(pod *v1.Pod) (*gang.Member, error) {
-	if pl.args.IgnoreGangs || !gang.Marked(pod) {
-		return nil, nil
-	}
-	m, err := gang.Of(pod, podApp(pod).ID)
-	if m != nil && m.ID.Form != gang.FormTaskGroups {
-		return nil, nil
-	}
-	return m, err
+// enforcesGang reports whether pod is decided as a gang's pod: it
+// carries YuniKorn task groups (as the first form it carries) and gangs
+// are not ignored. Only task groups are enforced so far: Workload and
+// PodGroup gangs need their objects (docs/gangs.md). It only looks, for
+// the hot path.
+func (pl *Plugin) enforcesGang(pod *v1.Pod) bool {
+	form, ok := gang.FormOf(pod)
+	return ok && form == gang.FormTaskGroups && !pl.args.IgnoreGangs
 }
 
 // admitMember is admitPod for a pod of a gang (or whose gang cannot be
@@ -132,12 +128,10 @@ func (pl *Plugin) gangTimeout(key string) {
 	logger := klog.Background().WithName(Name)
 	rel, ok := pl.ugm.ReleaseGang(key)
 	short := ok && rel.Resources.Get(resources.Intern(resources.Pods)) > 0
-	style, timeout := pl.gangs.style(key)
-	failed := short && style == gang.Hard
-	held := pl.gangs.end(key, failed)
-	logger.V(2).Info("Gang reservation ended", "gang", key, "short", short, "failed", failed, "held", len(held))
+	held, failed := pl.gangs.end(key, short)
+	logger.V(2).Info("Gang reservation ended", "gang", key, "short", short, "failed", failed != nil, "held", len(held))
 	switch {
-	case failed:
+	case failed != nil:
 		metrics.RecordGang(metrics.GangFailed)
 	case short:
 		metrics.RecordGang(metrics.GangTimedOut)
@@ -145,18 +139,15 @@ func (pl *Plugin) gangTimeout(key string) {
 	if ok && !rel.Resources.IsZero() {
 		pl.onRelease(logger, rel)
 	}
-	if !failed {
+	if failed == nil {
 		pl.letInGang(key)
 		return
 	}
 	for _, uid := range held {
-		p := pl.held.get(uid)
-		if p == nil {
-			continue
-		}
-		if pod := pl.current(p); pod != nil {
-			id := pl.gangs.id(key)
-			pl.holdPod(pod, p.Request, &gang.FailedError{Gang: id, Timeout: timeout}, false)
+		if p := pl.held.get(uid); p != nil {
+			if pod := pl.current(p); pod != nil {
+				pl.holdPod(pod, p.Request, failed, false)
+			}
 		}
 	}
 }

@@ -111,25 +111,27 @@ func (b *gangBook) lost(id gang.ID) {
 	}
 }
 
-// end settles (used, or Soft) or fails (Hard, short of its minimum) the
-// gang and returns its held pods.
-func (b *gangBook) end(key string, failed bool) []types.UID {
+// end ends the gang's reservation: the gang fails when it was short of
+// its minimum and its style is Hard (failed then says why), else it
+// settles. It returns the gang's held pods.
+func (b *gangBook) end(key string, short bool) (held []types.UID, failed *gang.FailedError) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.byKey[key]
 	if e == nil {
-		return nil
+		return nil, nil
 	}
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	e.phase, e.timer = gangSettled, nil
-	if failed {
+	if short && e.min != nil && e.min.Style == gang.Hard {
 		e.phase = gangFailed
+		failed = &gang.FailedError{Gang: e.id, Timeout: e.min.Timeout}
 	}
-	held := e.heldPods()
+	held = e.heldPods()
 	b.tidy(key, e)
-	return held
+	return held, failed
 }
 
 // tidy drops a gang with no pod left, unless it is reserved (its timer or
@@ -211,25 +213,4 @@ func (b *gangBook) gone(uid types.UID) (string, bool) {
 	last := len(e.pods) == 0 && e.phase == gangReserved
 	b.tidy(key, e)
 	return key, last
-}
-
-// style is the gang key's timeout style and timeout (Soft, 0 when its
-// minimum is unknown).
-func (b *gangBook) style(key string) (gang.Style, time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e := b.byKey[key]; e != nil && e.min != nil {
-		return e.min.Style, e.min.Timeout
-	}
-	return gang.Soft, 0
-}
-
-// id is the gang key's ID.
-func (b *gangBook) id(key string) gang.ID {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e := b.byKey[key]; e != nil {
-		return e.id
-	}
-	return gang.ID{}
 }

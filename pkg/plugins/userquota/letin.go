@@ -9,6 +9,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -40,7 +41,8 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 		place = func(*ugm.InForce, ugm.Queues) (ugm.Request, error) { return req, nil }
 	}
 	d := pl.ugm.Decide(key, place, true)
-	if m, err := pl.gangOf(pod); m != nil || err != nil {
+	if pl.enforcesGang(pod) {
+		m, err := gang.TaskGroupsMember(pod, podApp(pod).ID)
 		return pl.admitMember(pod, m, err, d)
 	}
 	switch {
