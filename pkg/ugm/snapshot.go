@@ -8,14 +8,23 @@ import (
 
 // QueueUsage is one queue of a usage tree, in the REST shape of YuniKorn's
 // usage endpoints: usage of the subtree, running applications in it, and the
-// limits in force there for whoever the tree belongs to.
+// limits in force there for whoever the tree belongs to. The reserved
+// fields are ours (reserved.go), left out when nothing is reserved so the
+// shape stays YuniKorn's.
 type QueueUsage struct {
 	QueuePath           string           `json:"queuePath"`
 	ResourceUsage       resources.Vector `json:"resourceUsage"`
 	RunningApplications []string         `json:"runningApplications"`
 	MaxResources        resources.Limit  `json:"maxResources"`
 	MaxApplications     uint64           `json:"maxApplications"`
-	Children            []*QueueUsage    `json:"children"`
+	// ReservedResource is what gang reservations in the subtree still
+	// hold: counted by every check like usage, not running yet.
+	ReservedResource resources.Vector `json:"reservedResource,omitempty"`
+	// ReservedGangs are the keys of the gangs holding a reservation in
+	// the subtree, sorted; one whose minimum is all drawn by pods not
+	// running yet is listed with nothing left in ReservedResource.
+	ReservedGangs []string      `json:"reservedGangs,omitempty"`
+	Children      []*QueueUsage `json:"children"`
 }
 
 // UserUsage is a user's usage: the group each running application is
@@ -33,54 +42,72 @@ type GroupUsage struct {
 	Queues       *QueueUsage `json:"queues"`
 }
 
-// Users returns every tracked user, sorted by name. It copies under the
-// read lock; the result shares nothing with the Manager.
+// Users returns every tracked user and every user holding a gang
+// reservation, sorted by name. It copies under the read lock; the result
+// shares nothing with the Manager.
 func (m *Manager) Users() []UserUsage {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	apps := m.appsByTracker()
 	groupsOf := m.groupsByUser()
-	out := make([]UserUsage, 0, len(m.users))
-	for _, t := range m.users {
-		out = append(out, userUsage(t, apps, groupsOf[t]))
+	reserved := m.reservations().users
+	out := make([]UserUsage, 0, len(m.users)+len(reserved))
+	for name, t := range m.users {
+		out = append(out, m.userUsage(name, t, apps, groupsOf[t], reserved[name]))
+	}
+	for name, rt := range reserved {
+		if m.users[name] == nil {
+			out = append(out, m.userUsage(name, nil, apps, nil, rt))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].UserName < out[j].UserName })
 	return out
 }
 
-// User returns one user's usage; false when the user is not tracked.
+// User returns one user's usage; false when the user is neither tracked
+// nor holding a gang reservation.
 func (m *Manager) User(name string) (UserUsage, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	t := m.users[name]
-	if t == nil {
+	rt := m.reservations().users[name]
+	if t == nil && rt == nil {
 		return UserUsage{}, false
 	}
-	return userUsage(t, m.appsByTracker(), m.groupsByUser()[t]), true
+	return m.userUsage(name, t, m.appsByTracker(), m.groupsByUser()[t], rt), true
 }
 
-// Groups returns every tracked group, sorted by name.
+// Groups returns every tracked group and every group a gang reservation
+// was made against, sorted by name.
 func (m *Manager) Groups() []GroupUsage {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	apps := m.appsByTracker()
-	out := make([]GroupUsage, 0, len(m.groups))
-	for _, t := range m.groups {
-		out = append(out, groupUsage(t, apps))
+	reserved := m.reservations().groups
+	out := make([]GroupUsage, 0, len(m.groups)+len(reserved))
+	for name, t := range m.groups {
+		out = append(out, m.groupUsage(name, t, apps, reserved[name]))
+	}
+	for name, rt := range reserved {
+		if m.groups[name] == nil {
+			out = append(out, m.groupUsage(name, nil, apps, rt))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GroupName < out[j].GroupName })
 	return out
 }
 
-// Group returns one group's usage; false when the group is not tracked.
+// Group returns one group's usage; false when the group is neither
+// tracked nor holding a gang reservation.
 func (m *Manager) Group(name string) (GroupUsage, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	t := m.groups[name]
-	if t == nil {
+	rt := m.reservations().groups[name]
+	if t == nil && rt == nil {
 		return GroupUsage{}, false
 	}
-	return groupUsage(t, m.appsByTracker()), true
+	return m.groupUsage(name, t, m.appsByTracker(), rt), true
 }
 
 // Queues returns the aggregate usage of every queue (all users together)
@@ -107,7 +134,7 @@ func (m *Manager) Queues() *QueueUsage {
 		sortChildren(qu)
 		return qu
 	}
-	return build(m.queues.root)
+	return withReserved(build(m.queues.root), m.reservations().queues, m.queueLimitsAt)
 }
 
 // appsByTracker lists, per tracker node, the running applications below it.
@@ -145,21 +172,28 @@ func (m *Manager) groupsByUser() map[*tracker]map[string]string {
 	return out
 }
 
-func userUsage(t *tracker, apps map[*node][]string, groups map[string]string) UserUsage {
+// userUsage is the snapshot of user name: its tracker t (nil: it runs
+// nothing) and its reservations rt (nil: none).
+func (m *Manager) userUsage(name string, t *tracker, apps map[*node][]string, groups map[string]string, rt reservedTree) UserUsage {
 	if groups == nil {
 		groups = map[string]string{}
 	}
-	return UserUsage{UserName: t.name, Groups: groups, Queues: treeUsage(t, apps)}
+	return UserUsage{UserName: name, Groups: groups, Queues: withReserved(treeUsage(t, apps), rt, m.trackerLimitsAt(userKind, name))}
 }
 
-func groupUsage(t *tracker, apps map[*node][]string) GroupUsage {
-	gu := GroupUsage{GroupName: t.name, Queues: treeUsage(t, apps)}
+// groupUsage is userUsage for group name.
+func (m *Manager) groupUsage(name string, t *tracker, apps map[*node][]string, rt reservedTree) GroupUsage {
+	gu := GroupUsage{GroupName: name, Queues: withReserved(treeUsage(t, apps), rt, m.trackerLimitsAt(groupKind, name))}
 	gu.Applications = append([]string{}, gu.Queues.RunningApplications...)
 	return gu
 }
 
-// treeUsage copies a tracker's nodes into a tree rooted at "root".
+// treeUsage copies a tracker's nodes into a tree rooted at "root"; nil for
+// no tracker.
 func treeUsage(t *tracker, apps map[*node][]string) *QueueUsage {
+	if t == nil {
+		return nil
+	}
 	copies := make(map[*node]*QueueUsage, len(t.nodes))
 	var root *QueueUsage
 	for _, n := range t.nodes {
