@@ -99,7 +99,7 @@ group dev · 1 running application: ns/train
 ! at or over 90% of a limit
 `},
 		{name: "unknown user", args: []string{"--user", "zed"}, code: 1,
-			stderr: []string{"/ws/v1/partition/default/usage/user/zed: 404 Not Found: user \"zed\" not found: the user has no running pods in this partition"}},
+			stderr: []string{"/ws/v1/partition/default/usage/user/zed: 404 Not Found: user \"zed\" not found: the user has no running pods and no gang reservation in this partition"}},
 		{name: "unknown partition", args: []string{"--partition", "gpu"}, code: 1, stderr: []string{`partition "gpu" not found`}},
 		{name: "user and group", args: []string{"--user", "a", "--group", "b"}, code: 2, stderr: []string{"--user and --group exclude each other", "Usage:"}},
 		{name: "bad output", args: []string{"-o", "yaml"}, code: 2, stderr: []string{`-o must be tree or json, not "yaml"`}},

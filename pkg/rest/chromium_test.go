@@ -17,11 +17,13 @@ import (
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // browserConfig and browserCharges make a page worth looking at: sue at
 // her cpu limit (hot), alice at 75 % of hers (warn), bob well under; batch
 // shares elastically (guaranteed 4 cpu and 16Gi), default does not.
+// TestPageInChromium adds carol's gang, reserved in batch, running nothing.
 const browserConfig = `
 partitions:
 - name: default
@@ -102,6 +104,11 @@ func TestPageInChromium(t *testing.T) {
 		t.Skip("chromium not installed: apt-get install chromium")
 	}
 	m, cfg := newManager(t, browserConfig, browserCharges)
+	carol := ugm.Request{User: "carol", Groups: []string{"dev"}, Queue: "root.batch", App: ugm.AppKey{Namespace: "ns", ID: "sweep"},
+		Resources: resources.FromMap(map[string]int64{"cpu": 1000, "memory": 2 << 30, "pods": 2})}
+	if err := m.ReserveGang("TaskGroups ns/sweep", &carol); err != nil {
+		t.Fatal(err)
+	}
 	// A cluster of 12 cpu and 48Gi, 2 more cpu wanted by batch.
 	m.SetShares(m.ComputeShares(map[string]resources.Vector{"root.batch": resources.FromMap(map[string]int64{"cpu": 2000, "pods": 1})},
 		resources.NewLimit(map[string]int64{"cpu": 12000, "memory": 48 << 30, "pods": 110})))
@@ -162,6 +169,15 @@ func TestPageInChromium(t *testing.T) {
 	cpuShare, _ := share.Runtime.Get(resources.Intern("cpu"))
 	if want := "cpu 4 / " + resources.FormatValue(resources.Intern("cpu"), cpuShare) + " / 6 enforced=true"; len(batch) == 0 || batch[0] != want {
 		t.Errorf("batch's guaranteed / share / max in Chromium's DOM: %q, want %q first", batch, want)
+	}
+	var reserved []string
+	for _, n := range findAll(doc, func(n *html.Node) bool {
+		return hasClass(n, "reserved") && attr(n, "data-queue") == "root.batch" && attr(n, "data-resource") == "cpu"
+	}) {
+		reserved = append(reserved, attr(n, "data-who")+" "+attr(n, "data-name")+": "+text(n))
+	}
+	if diff := cmp.Diff([]string{"queue root.batch: +1 reserved", "user carol: +1 reserved", "group dev: +1 reserved"}, reserved); diff != "" {
+		t.Errorf("carol's reservation in Chromium's DOM (-want,+got):\n%s", diff)
 	}
 	articles := findAll(doc, func(n *html.Node) bool { return n.Data == "article" && attr(n, "data-name") == "sue" })
 	if len(articles) != 1 || !hasClass(articles[0], "hot") {

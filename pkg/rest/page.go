@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -64,7 +65,9 @@ type whoView struct {
 	JSON       string // path of its JSON endpoint
 	Hot        bool
 	Apps       []appView
-	Tree       treeView
+	// Gangs are the gangs holding a reservation for this user or group.
+	Gangs []string
+	Tree  treeView
 }
 
 type appView struct{ ID, Group string }
@@ -96,6 +99,15 @@ type cellView struct {
 	// Quota is the queue's guaranteed / runtime share / max of this
 	// resource, when a share table has the queue; nil otherwise.
 	Quota *quotaView
+	// Reserved is what gang reservations hold here beside the usage
+	// (formatted; on the applications column, the gangs), ReservedRaw the
+	// amount (0: none) and Gangs their keys. It counts against the limit
+	// as usage does, so the meter shows it as a segment of HeldWidth
+	// percent after the usage's.
+	Reserved    string
+	ReservedRaw int64
+	Gangs       string
+	HeldWidth   int
 }
 
 // quotaView is one resource of one queue's elastic quota: guaranteed,
@@ -214,6 +226,9 @@ func (s *server) newWhoView(kind, name string, root *ugm.QueueUsage) whoView {
 		JSON:   "/ws/v1/partition/" + url.PathEscape(s.opts.Partition) + "/usage/" + kind + "/" + url.PathEscape(name),
 		Tree:   newTreeView(kind, name, root),
 	}
+	if root != nil {
+		wv.Gangs = root.ReservedGangs
+	}
 	for _, r := range wv.Tree.Rows {
 		wv.Hot = wv.Hot || r.Hot
 	}
@@ -243,6 +258,9 @@ func buildTreeView(kind, name string, root *ugm.QueueUsage, quotas shareLookup) 
 	names := map[string]bool{}
 	walk(root, 0, func(q *ugm.QueueUsage, depth int) {
 		for n := range q.ResourceUsage.Map() {
+			names[n] = true
+		}
+		for n := range q.ReservedResource.Map() {
 			names[n] = true
 		}
 		for _, b := range q.MaxResources {
@@ -278,7 +296,12 @@ func buildTreeView(kind, name string, root *ugm.QueueUsage, quotas shareLookup) 
 		}
 		row := rowView{Queue: q.QueuePath, Name: queueconfig.LeafName(q.QueuePath), Indent: depth * 2}
 		running, maxApps := int64(len(q.RunningApplications)), int64(q.MaxApplications)
-		row.Cells = append(row.Cells, newCell(kind, who, q.QueuePath, appsColumn, running, maxApps, maxApps > 0, itoa))
+		gangs := strings.Join(q.ReservedGangs, ", ")
+		apps := newCell(kind, who, q.QueuePath, appsColumn, running, maxApps, maxApps > 0, itoa)
+		if n := len(q.ReservedGangs); n > 0 {
+			apps.Reserved, apps.ReservedRaw, apps.Gangs = plural(n, "gang"), int64(n), gangs
+		}
+		row.Cells = append(row.Cells, apps)
 		var sh *shares.Share
 		var enforced bool
 		if quotas != nil {
@@ -289,6 +312,15 @@ func buildTreeView(kind, name string, root *ugm.QueueUsage, quotas shareLookup) 
 			max, limited := q.MaxResources.Get(id)
 			format := func(x int64) string { return resources.FormatValue(id, x) }
 			c := newCell(kind, who, q.QueuePath, rn, q.ResourceUsage.Get(id), max, limited, format)
+			if r := q.ReservedResource.Get(id); r > 0 {
+				c.Reserved, c.ReservedRaw, c.Gangs = format(r), r, gangs
+				if limited {
+					c.HeldWidth = 100 - c.Width
+					if p := Percent(c.UsageRaw+r, c.LimitRaw); p < 100 {
+						c.HeldWidth = p - c.Width
+					}
+				}
+			}
 			if sh != nil {
 				c.Quota = newQuota(id, sh, enforced, q.ResourceUsage.Get(id))
 			}
@@ -360,3 +392,11 @@ func walk(q *ugm.QueueUsage, depth int, fn func(*ugm.QueueUsage, int)) {
 }
 
 func itoa(x int64) string { return strconv.FormatInt(x, 10) }
+
+// plural is "1 gang", "2 gangs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

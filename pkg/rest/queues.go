@@ -19,7 +19,8 @@ const (
 
 // PartitionQueue is one queue of /ws/v1/partition/{p}/queues, in the shape
 // of YuniKorn's dao.PartitionQueueDAOInfo: the same JSON names, only the
-// fields this scheduler can fill. RuntimeResource and Elastic are ours.
+// fields this scheduler can fill. ReservedResource, RuntimeResource and
+// Elastic are ours.
 // Resource values are in base units (cpu millicores, memory bytes).
 type PartitionQueue struct {
 	// QueueName is the full path ("root.a.b"), as in YuniKorn.
@@ -41,7 +42,10 @@ type PartitionQueue struct {
 	GuaranteedResource map[string]int64 `json:"guaranteedResource,omitempty"`
 	// AllocatedResource is the usage of the queue's subtree.
 	AllocatedResource map[string]int64 `json:"allocatedResource,omitempty"`
-	IsLeaf            bool             `json:"isLeaf"`
+	// ReservedResource (ours) is what gang reservations in the subtree
+	// hold beside it: counted against limits, not running yet.
+	ReservedResource map[string]int64 `json:"reservedResource,omitempty"`
+	IsLeaf           bool             `json:"isLeaf"`
 	// IsManaged: the queue is in the config in force (root always is).
 	IsManaged  bool              `json:"isManaged"`
 	Properties map[string]string `json:"properties,omitempty"`
@@ -188,6 +192,7 @@ func (src *queueSources) render(n *qnode) PartitionQueue {
 	q.Status, q.Elastic = queueState(src.part, src.dyn, n.path, len(n.children) == 0, n.usage != nil)
 	if u := n.usage; u != nil {
 		q.AllocatedResource = nonEmpty(u.ResourceUsage.Map())
+		q.ReservedResource = nonEmpty(u.ReservedResource.Map())
 		q.MaxResource = nonEmpty(u.MaxResources.Map())
 		q.MaxRunningApps = u.MaxApplications
 		q.RunningApps = uint64(len(u.RunningApplications))

@@ -264,13 +264,13 @@ func (s *server) usage(w http.ResponseWriter, r *http.Request) {
 		if uu, ok := u.User(name); ok {
 			writeJSON(w, http.StatusOK, uu)
 		} else {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("user %q not found", name), "the user has no running pods in this partition")
+			writeError(w, http.StatusNotFound, fmt.Sprintf("user %q not found", name), "the user has no running pods and no gang reservation in this partition")
 		}
 	case "group":
 		if gu, ok := u.Group(name); ok {
 			writeJSON(w, http.StatusOK, gu)
 		} else {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("group %q not found", name), "the group has no running applications in this partition")
+			writeError(w, http.StatusNotFound, fmt.Sprintf("group %q not found", name), "the group has no running applications and no gang reservation in this partition")
 		}
 	}
 }

@@ -52,9 +52,9 @@ func TestEndpoints(t *testing.T) {
 		{name: "HEAD reads like GET", method: http.MethodHead, path: usage + "user/sue", status: 200},
 
 		{name: "unknown user", path: usage + "user/zed", status: 404,
-			body: errorJSON(404, `user "zed" not found`, "the user has no running pods in this partition")},
+			body: errorJSON(404, `user "zed" not found`, "the user has no running pods and no gang reservation in this partition")},
 		{name: "unknown group", path: usage + "group/ops", status: 404,
-			body: errorJSON(404, `group "ops" not found`, "the group has no running applications in this partition")},
+			body: errorJSON(404, `group "ops" not found`, "the group has no running applications and no gang reservation in this partition")},
 		{name: "unknown partition", path: "/ws/v1/partition/gpu/usage/users", status: 404,
 			body: errorJSON(404, `partition "gpu" not found`, `this scheduler enforces partition "default"`)},
 		{name: "unknown endpoint", path: "/ws/v1/queues", status: 404,
