@@ -212,19 +212,19 @@ func (c *usageClient) all(stdout io.Writer, output, prefix string) error {
 			return fmt.Errorf("reading %s: %w", kind, err)
 		}
 	}
-	hot := printTree(stdout, "queues (all users, against each queue's own max)", queues)
+	seen := printTree(stdout, "queues (all users, against each queue's own max)", queues)
 	for _, u := range users {
 		fmt.Fprintln(stdout)
-		hot = printUserTree(stdout, u) || hot
+		seen = seen.or(printUserTree(stdout, u))
 	}
 	for _, g := range groups {
 		fmt.Fprintln(stdout)
-		hot = printGroupTree(stdout, g) || hot
+		seen = seen.or(printGroupTree(stdout, g))
 	}
 	if len(users) == 0 {
 		fmt.Fprintln(stdout, "\nno user has running pods")
 	}
-	legend(stdout, hot)
+	legend(stdout, seen)
 	return nil
 }
 
@@ -248,7 +248,7 @@ func printGroup(w io.Writer, g ugm.GroupUsage) error {
 	return nil
 }
 
-func printUserTree(w io.Writer, u ugm.UserUsage) bool {
+func printUserTree(w io.Writer, u ugm.UserUsage) marks {
 	ids := make([]string, 0, len(u.Groups))
 	for id := range u.Groups {
 		ids = append(ids, id)
@@ -261,11 +261,31 @@ func printUserTree(w io.Writer, u ugm.UserUsage) bool {
 			apps[i] += " (group " + g + ")"
 		}
 	}
-	return printTree(w, "user "+u.UserName+" · "+applications(apps), u.Queues)
+	return printTree(w, "user "+u.UserName+" · "+applications(apps)+reservedGangs(u.Queues), u.Queues)
 }
 
-func printGroupTree(w io.Writer, g ugm.GroupUsage) bool {
-	return printTree(w, "group "+g.GroupName+" · "+applications(g.Applications), g.Queues)
+func printGroupTree(w io.Writer, g ugm.GroupUsage) marks {
+	return printTree(w, "group "+g.GroupName+" · "+applications(g.Applications)+reservedGangs(g.Queues), g.Queues)
+}
+
+// reservedGangs names the gangs holding a reservation in the tree, for
+// its title, as the usage page does ("" for none).
+func reservedGangs(root *ugm.QueueUsage) string {
+	if root == nil || len(root.ReservedGangs) == 0 {
+		return ""
+	}
+	return " · reserved for " + gangCount(len(root.ReservedGangs)) + ": " + strings.Join(root.ReservedGangs, ", ")
+}
+
+// gangCount is "1 gang", "2 gangs"; "" for none.
+func gangCount(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 gang"
+	}
+	return strconv.Itoa(n) + " gangs"
 }
 
 func applications(apps []string) string {
@@ -278,21 +298,40 @@ func applications(apps []string) string {
 	return strconv.Itoa(len(apps)) + " running applications: " + strings.Join(apps, ", ")
 }
 
-func legend(w io.Writer, hot bool) {
-	if hot {
-		fmt.Fprintf(w, "\n! at or over %d%% of a limit\n", hotPercent)
+// marks says what the printed tables hold that the legend explains.
+type marks struct {
+	hot      bool // a row at or over hotPercent of a limit
+	reserved bool // a cell with what gang reservations hold
+}
+
+func (m marks) or(o marks) marks {
+	return marks{hot: m.hot || o.hot, reserved: m.reserved || o.reserved}
+}
+
+func legend(w io.Writer, m marks) {
+	if !m.hot && !m.reserved {
+		return
+	}
+	fmt.Fprintln(w)
+	if m.hot {
+		fmt.Fprintf(w, "! at or over %d%% of a limit\n", hotPercent)
+	}
+	if m.reserved {
+		fmt.Fprintln(w, "+N reserved: held for gangs not running yet, counted against limits")
 	}
 }
 
 // printTree prints a title and the tree as a table: one row per queue,
-// one column per resource used or limited anywhere in it, each cell
-// "usage/limit (percent)" or just the usage where nothing limits it. Rows
-// at or over hotPercent of any limit start with "!". It reports whether
-// any row did.
-func printTree(w io.Writer, title string, root *ugm.QueueUsage) bool {
+// one column per resource used, limited or reserved anywhere in it, each
+// cell "usage/limit (percent)" or just the usage where nothing limits it,
+// followed by "+N reserved" where gang reservations hold some (on the
+// applications column, "+N gang(s)"). Rows at or over hotPercent of any
+// limit (usage only) start with "!". It reports what it printed that the
+// legend explains.
+func printTree(w io.Writer, title string, root *ugm.QueueUsage) marks {
 	fmt.Fprintln(w, title)
 	if root == nil {
-		return false
+		return marks{}
 	}
 	names := map[string]bool{}
 	walkNodes(root, 0, func(q *ugm.QueueUsage, _ int) {
@@ -300,6 +339,9 @@ func printTree(w io.Writer, title string, root *ugm.QueueUsage) bool {
 			if v != 0 {
 				names[n] = true
 			}
+		}
+		for n := range q.ReservedResource.Map() {
+			names[n] = true
 		}
 		for _, b := range q.MaxResources {
 			names[b.ID.Name()] = true
@@ -317,7 +359,7 @@ func printTree(w io.Writer, title string, root *ugm.QueueUsage) bool {
 		header = append(header, strings.ToUpper(n))
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	anyHot := false
+	var seen marks
 	walkNodes(root, 0, func(q *ugm.QueueUsage, depth int) {
 		hot := false
 		cell := func(usage, limit int64, limited bool, format func(int64) string) string {
@@ -335,21 +377,38 @@ func printTree(w io.Writer, title string, root *ugm.QueueUsage) bool {
 			}
 			return fmt.Sprintf("%s/%s (%s)", format(usage), format(limit), share)
 		}
+		// withReserved puts what reservations hold (text; "" for none)
+		// beside the usage; beside no usage, alone.
+		withReserved := func(used, reserved string) string {
+			if reserved == "" {
+				return used
+			}
+			seen.reserved = true
+			if used == "-" {
+				return "+" + reserved
+			}
+			return used + " +" + reserved
+		}
 		row := []string{"", strings.Repeat("  ", depth) + queueconfig.LeafName(q.QueuePath),
-			cell(int64(len(q.RunningApplications)), int64(q.MaxApplications), q.MaxApplications > 0,
-				func(x int64) string { return strconv.FormatInt(x, 10) })}
+			withReserved(cell(int64(len(q.RunningApplications)), int64(q.MaxApplications), q.MaxApplications > 0,
+				func(x int64) string { return strconv.FormatInt(x, 10) }), gangCount(len(q.ReservedGangs)))}
 		for _, n := range res {
 			id := resources.Intern(n)
 			limit, limited := q.MaxResources.Get(id)
-			row = append(row, cell(q.ResourceUsage.Get(id), limit, limited, func(x int64) string { return resources.FormatValue(id, x) }))
+			format := func(x int64) string { return resources.FormatValue(id, x) }
+			reserved := ""
+			if r := q.ReservedResource.Get(id); r > 0 {
+				reserved = format(r) + " reserved"
+			}
+			row = append(row, withReserved(cell(q.ResourceUsage.Get(id), limit, limited, format), reserved))
 		}
 		if hot {
-			row[0], anyHot = "!", true
+			row[0], seen.hot = "!", true
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	})
 	_ = tw.Flush()
-	return anyHot
+	return seen
 }
 
 // percent is the share the usage page shows too (resources.Percent).

@@ -20,9 +20,16 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
+// testGang is a gang reservation held by usageServer's ugm.
+type testGang struct {
+	key string
+	req ugm.Request
+}
+
 // usageServer serves the REST API over real usage: sue at her cpu limit in
-// root.sandbox (2 of 2), group dev at 2 of 3, bob unlimited in root.default.
-func usageServer(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.Server {
+// root.sandbox (2 of 2), group dev at 2 of 3, bob unlimited in root.default;
+// and the gangs reserved.
+func usageServer(t *testing.T, wrap func(http.Handler) http.Handler, gangs ...testGang) *httptest.Server {
 	t.Helper()
 	cfg := queueconfigtest.MustParse(t, queueconfigtest.Sandbox)
 	m := ugm.New()
@@ -43,6 +50,11 @@ func usageServer(t *testing.T, wrap func(http.Handler) http.Handler) *httptest.S
 			Resources: resources.FromMap(map[string]int64{"cpu": c.cpu, "memory": 1 << 30, "pods": 1})}
 		if err := l.Allocate(string(rune('a'+i)), req); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, g := range gangs {
+		if err := m.ReserveGang(g.key, &g.req); err != nil {
+			t.Fatalf("reserving %s: %v", g.key, err)
 		}
 	}
 	var h http.Handler = rest.NewHandler(rest.Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg }})
@@ -121,6 +133,65 @@ group dev · 1 running application: ns/train
 			containsInOrder(t, "stderr", stderr.String(), tc.stderr)
 		})
 	}
+}
+
+// TestUsageReserved: the tables show what gang reservations hold beside
+// the usage, for a user with a reservation only too, and name the gangs.
+func TestUsageReserved(t *testing.T) {
+	srv := usageServer(t, nil, testGang{key: "TaskGroups ns/ann-job", req: ugm.Request{User: "ann", Groups: []string{"dev"}, Queue: "root.sandbox",
+		App: ugm.AppKey{Namespace: "ns", ID: "ann-job"}, Resources: resources.FromMap(map[string]int64{"cpu": 1000, "memory": 1 << 30, "pods": 2})}})
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stdout string
+	}{
+		{name: "a user with a reservation only", args: []string{"--user", "ann"}, stdout: `user ann · no running applications · reserved for 1 gang: TaskGroups ns/ann-job
+  QUEUE      APPLICATIONS  CPU          MEMORY         PODS
+  root       +1 gang       +1 reserved  +1Gi reserved  +2 reserved
+    sandbox  +1 gang       +1 reserved  +1Gi reserved  +2 reserved
+
++N reserved: held for gangs not running yet, counted against limits
+`},
+		{name: "a group running one application and reserving another", args: []string{"--group", "dev"}, stdout: `group dev · 1 running application: ns/train · reserved for 1 gang: TaskGroups ns/ann-job
+  QUEUE      APPLICATIONS  CPU                    MEMORY             PODS
+  root       1 +1 gang     2 +1 reserved          2Gi +1Gi reserved  2 +2 reserved
+    sandbox  1 +1 gang     2/3 (66%) +1 reserved  2Gi +1Gi reserved  2 +2 reserved
+
++N reserved: held for gangs not running yet, counted against limits
+`},
+		{name: "a user without a reservation is as before", args: []string{"--user", "sue"}, stdout: `user sue · 1 running application: ns/train (group dev)
+   QUEUE      APPLICATIONS  CPU         MEMORY         PODS
+   root       1             2           2Gi            2
+!    sandbox  1             2/2 (100%)  2Gi/4Gi (50%)  2
+
+! at or over 90% of a limit
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(append([]string{"usage", "--server", srv.URL}, tc.args...), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if diff := cmp.Diff(tc.stdout, stdout.String()); diff != "" {
+				t.Errorf("stdout (-want,+got):\n%s", diff)
+			}
+		})
+	}
+
+	// Everything: the queue tree too, and one legend for both marks.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"usage", "--server", srv.URL}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	containsInOrder(t, "stdout", stdout.String(), []string{
+		"queues (all users",
+		"    sandbox  1/3 (33%) +1 gang  2/4 (50%) +1 reserved  2Gi/8Gi (25%) +1Gi reserved  2 +2 reserved",
+		"user ann · no running applications · reserved for 1 gang: TaskGroups ns/ann-job",
+		"user bob",
+		"user sue",
+		"group dev · 1 running application: ns/train · reserved for 1 gang: TaskGroups ns/ann-job",
+		"! at or over 90% of a limit\n+N reserved: held for gangs not running yet, counted against limits\n",
+	})
 }
 
 func TestUsageServerFlag(t *testing.T) {
