@@ -27,6 +27,10 @@ var onePod = resources.FromMap(map[string]int64{resources.Pods: 1})
 // is held (see try and letIn).
 func (s *sim) allocate(n int, l *traceLine) any {
 	req, err := allocateRequest(l)
+	var g *simGang
+	if err == nil {
+		g, err = s.lineGang(l, &req)
+	}
 	if err != nil {
 		return lineError{Line: n, Error: "allocate: " + err.Error()}
 	}
@@ -39,7 +43,7 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	if _, held := s.pendingByName[l.Pod]; held {
 		return podError{Pod: l.Pod, Error: "already pending"}
 	}
-	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true, priority: l.Priority, created: createdAt(n)}
+	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true, priority: l.Priority, created: createdAt(n), gang: g}
 	d := s.try(p)
 	if d.result == refusedPod && s.opts.Requeue {
 		s.hold(p, d)
@@ -66,14 +70,12 @@ type decision struct {
 	placed *ugm.Request
 }
 
-// try places p and asks the ledger to charge it, with the shares
+// try places p and asks the ledger to charge it (admit), with the shares
 // recomputed first counting p as pending (the pod asking is part of its
-// queue's demand while it is decided). A pod that fits but would take the
-// room kept for a starving held pod (hold.Book.Barrier) is refused with a
-// *hold.BehindError, as the plugin's PreEnqueue holds it. It records on p
-// the queue placement gave it ("" when placement failed) and whether it
-// counts as demand while it waits: not after a user or group refusal,
-// which no share can lift.
+// queue's demand while it is decided). It records on p the queue
+// placement gave it ("" when placement failed) and whether it counts as
+// demand while it waits: not after a user or group refusal, which no
+// share can lift.
 func (s *sim) try(p *pendingPod) decision {
 	req := p.req
 	placed, err := s.place(&req, p.line)
@@ -86,18 +88,10 @@ func (s *sim) try(p *pendingPod) decision {
 	}
 	s.recompute(p)
 	if err == nil {
-		// The barrier binds only a pod that fits: one that does not is
-		// held for its own limit (the plugin decides, then checks it).
-		if head := s.book.Barrier(p.name, &req, p.priority, p.created, s.now); head != nil {
-			if err = s.ledger.Check(&req); err == nil {
-				err = &hold.BehindError{Pod: head}
-			}
-		}
+		err = s.admit(p, &req)
 	}
 	if err == nil {
-		err = s.ledger.Allocate(p.name, req)
-	}
-	if err == nil {
+		s.join(p)
 		out := allowed{Pod: p.name, Allowed: true}
 		// The contract names the queue only when placement chose it: the
 		// line names none, or rules decided (they may override the name).
@@ -126,6 +120,25 @@ func (s *sim) try(p *pendingPod) decision {
 	}
 	d.out, d.result, d.reason = out, refusedPod, err
 	return d
+}
+
+// admit charges p placed as req, or says why not. A gang's pod is decided
+// with its gang (admitMember). Any other pod that fits but would take the
+// room kept for a starving held pod (hold.Book.Barrier) is refused with a
+// *hold.BehindError, as the plugin's PreEnqueue holds it; the barrier
+// binds only a pod that fits: one that does not is held for its own limit
+// (the plugin decides, then checks it).
+func (s *sim) admit(p *pendingPod, req *ugm.Request) error {
+	if p.gang != nil {
+		return s.admitMember(p, req)
+	}
+	if head := s.book.Barrier(p.name, req, p.priority, p.created, s.now); head != nil {
+		if err := s.ledger.Check(req); err != nil {
+			return err
+		}
+		return &hold.BehindError{Pod: head}
+	}
+	return s.ledger.Allocate(p.name, *req)
 }
 
 // allocateRequest builds the ugm request an allocate line stands for, with

@@ -11,9 +11,11 @@ import (
 
 // FuzzRun feeds arbitrary traces to Run: it must never panic, never fail on
 // a readable trace, and print exactly one line per non-blank trace line plus
-// the snapshot; with Options.Requeue (an elastic config, a starvation wait
-// of 1m) at least that, every line beyond it an allow line of a let-in.
-// The golden traces are the seed corpus.
+// the snapshot, plus a gang's reserved, held, timed-out and released lines;
+// with Options.Requeue (an elastic config, a starvation wait of 1m) at
+// least that, every line beyond it an allow line of a let-in or a gang's
+// line. The golden traces are the seed corpus, line by line, and the gang
+// traces whole too (a gang line alone decides little).
 func FuzzRun(f *testing.F) {
 	var traces []string
 	for _, d := range traceDirs {
@@ -28,8 +30,22 @@ func FuzzRun(f *testing.F) {
 		for _, line := range strings.Split(string(data), "\n") {
 			f.Add(line)
 		}
+		if strings.HasPrefix(filepath.Base(p), "gang-") {
+			f.Add(string(data))
+		}
 	}
 	f.Add("\x00\n\r\n{}")
+	// A Hard gang of root.a (in both configs) that fails, then goes.
+	f.Add(strings.Join([]string{
+		`{"op":"gang","gang":"g","min":{"cpu":"2","pods":"2"},"style":"Hard","timeout":"1m"}`,
+		`{"op":"allocate","pod":"p1","queue":"root.a","gang":"g","resources":{"cpu":"1"}}`,
+		`{"op":"allocate","pod":"p2","queue":"root.a","resources":{"cpu":"1"}}`,
+		`{"op":"wait","duration":"2m"}`,
+		`{"op":"allocate","pod":"p3","queue":"root.a","gang":"g","resources":{"cpu":"1"}}`,
+		`{"op":"release","pod":"p1"}`,
+		`{"op":"release","pod":"p3"}`,
+		`{"op":"allocate","pod":"p4","queue":"root.a","gang":"g","resources":{"cpu":"1"}}`,
+	}, "\n"))
 	f.Fuzz(func(t *testing.T, trace string) {
 		var out bytes.Buffer
 		if err := Run([]byte(leafConfig), strings.NewReader(trace), &out, Options{}); err != nil {
@@ -41,8 +57,8 @@ func FuzzRun(f *testing.F) {
 				want++
 			}
 		}
-		if got := strings.Count(out.String(), "\n"); got != want {
-			t.Fatalf("%d output lines for %d non-blank trace lines + snapshot:\n%s", got, want-1, out.String())
+		if got, events := strings.Count(out.String(), "\n"), gangEvents(out.String()); got != want+events {
+			t.Fatalf("%d output lines for %d non-blank trace lines + snapshot + %d gang events:\n%s", got, want-1, events, out.String())
 		}
 
 		var rq bytes.Buffer
@@ -56,8 +72,20 @@ func FuzzRun(f *testing.F) {
 		if !strings.Contains(rq.String(), `"pending":[`) {
 			t.Fatalf("--requeue: no pending list in the snapshot:\n%s", rq.String())
 		}
-		if extra := got - want; strings.Count(rq.String(), `"allowed":true`) < extra {
-			t.Fatalf("--requeue: %d lines beyond one per trace line, not all allow lines:\n%s", extra, rq.String())
+		if extra := got - want; strings.Count(rq.String(), `"allowed":true`)+gangEvents(rq.String()) < extra {
+			t.Fatalf("--requeue: %d lines beyond one per trace line, not all allow or gang lines:\n%s", extra, rq.String())
 		}
 	})
+}
+
+// gangEvents counts the gang lines of out that no trace line printed as
+// its own: all but a gang line's {"gang":...,"declared":true}.
+func gangEvents(out string) int {
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, `{"gang":`) && !strings.Contains(line, `"declared":true`) {
+			n++
+		}
+	}
+	return n
 }

@@ -45,12 +45,15 @@ type pendingPod struct {
 	// a user or group refusal (the pod cannot use a share) until a later
 	// attempt is refused for another reason.
 	demand bool
+	// gang is the gang the allocate line names; nil for none.
+	gang *simGang
 }
 
 // hold records p as held for d's reason, as the plugin's holdPod: a pod
 // held already keeps the time it was first held (the book keeps Since).
 func (s *sim) hold(p *pendingPod, d decision) {
 	s.pendingByName[p.name] = p
+	s.join(p)
 	s.book.Hold(&hold.Pod{Key: p.name, Name: p.name, Request: d.placed, Reason: d.reason,
 		Priority: p.priority, Created: p.created, Obj: p}, s.now)
 }
@@ -61,14 +64,34 @@ func (s *sim) dropPending(p *pendingPod) {
 	s.book.Remove(p.name)
 }
 
-// freed is what a line freed, for the let-in after it: the charge a
-// release gave back, or everything (a config or capacity line).
+// freed is what follows a line's output (after): the clock a wait line
+// moves to, the gang a release left without pods, and for the let-in the
+// charge a release gave back, or everything (a config or capacity line).
 type freed struct {
 	all bool
 	// released is the charge a release gave back; sharesBefore the shares
 	// before it (nil when no pod was held).
 	released     *ugm.Request
 	sharesBefore *shares.Table
+	// until is where a wait line moves the clock (zero: it stays).
+	until time.Time
+	// gone is a reserved gang whose last pod the release took.
+	gone *simGang
+}
+
+// after carries out what follows a line's output, in the plugin's order:
+// the gang timeouts a wait passes (each with its let-in), the reservation
+// of a gang whose last pod went, then the let-in of what the line freed.
+func (s *sim) after(f *freed) {
+	if !f.until.IsZero() {
+		s.advance(f.until)
+	}
+	if f.gone != nil {
+		s.gangGone(f.gone)
+	}
+	if s.opts.Requeue && (f.all || f.released != nil) {
+		s.letInAfter(f)
+	}
 }
 
 // letInAfter lets in the held pods what f freed may admit, as the plugin
@@ -77,21 +100,20 @@ type freed struct {
 // (hold.Book.Released: its user, groups, queues and application, at most
 // hold.Window pods of each), and then, when the release changed a runtime
 // share, the pods held by a share (the plugin's recompute lets them in).
-func (s *sim) letInAfter(f *freed) error {
+func (s *sim) letInAfter(f *freed) {
 	if s.book.Len() == 0 {
-		return nil
+		return
 	}
 	order := queueOrder{s}
 	if f.all {
 		// Ordered by the queue each pod was held in (a config line places
 		// them again only when they are tried), as in the plugin.
-		return s.letIn(s.book.All(order))
+		s.letIn(s.book.All(order))
+		return
 	}
-	if err := s.letIn(s.book.Released(f.released, hold.Window, order)); err != nil {
-		return err
-	}
+	s.letIn(s.book.Released(f.released, hold.Window, order))
 	if f.sharesBefore == nil || s.book.Kinds()[hold.KindShare] == 0 || !s.computeShares(nil).RuntimesDiffer(f.sharesBefore) {
-		return nil
+		return
 	}
 	var byShare []*hold.Pod
 	for _, p := range s.book.All(order) {
@@ -99,15 +121,16 @@ func (s *sim) letInAfter(f *freed) error {
 			byShare = append(byShare, p)
 		}
 	}
-	return s.letIn(byShare)
+	s.letIn(byShare)
 }
 
 // letIn tries the held pods cands in order, as the plugin's letIn: each
 // that fits now (and takes no starving pod's room) is admitted and prints
 // its allow line; one that does not stays held with its new reason,
 // without blocking those behind it. When a pod let in had kept its room
-// (a starving pod), the pods held behind it are tried next.
-func (s *sim) letIn(cands []*hold.Pod) error {
+// (a starving pod), the pods held behind it are tried next, then the held
+// pods of the gangs reserved meanwhile.
+func (s *sim) letIn(cands []*hold.Pod) {
 	var opened []*hold.Pod
 	for _, c := range cands {
 		p, _ := c.Obj.(*pendingPod)
@@ -121,21 +144,17 @@ func (s *sim) letIn(cands []*hold.Pod) error {
 		}
 		// Admitted (or, which cannot happen, live already).
 		s.dropPending(p)
-		if err := s.enc.Encode(d.out); err != nil {
-			return err
-		}
+		s.emit(d.out)
 		if hold.KindOf(c.Reason) != hold.KindBehind {
 			opened = append(opened, c)
 		}
 	}
 	for _, c := range opened {
 		if behind := s.behind(c); len(behind) > 0 {
-			if err := s.letIn(behind); err != nil {
-				return err
-			}
+			s.letIn(behind)
 		}
 	}
-	return nil
+	s.letInOpened()
 }
 
 // behind returns the pods held behind p (a *hold.BehindError naming p),

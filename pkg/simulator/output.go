@@ -59,6 +59,40 @@ type waitLine struct {
 	Wait string `json:"wait"`
 }
 
+// gangDeclared is {"gang":"g1","declared":true}, a gang line's output.
+type gangDeclared struct {
+	Gang     string `json:"gang"`
+	Declared bool   `json:"declared"`
+}
+
+// gangReserve is {"gang":"g1","reserved":true} when the gang's minimum is
+// reserved, or {"gang":"g1","reserved":false,"reason":"..."} when it does
+// not fit (once per wait), with "never":true when it never can. It comes
+// right before the line of the pod whose decision reserved or refused it.
+type gangReserve struct {
+	Gang     string `json:"gang"`
+	Reserved bool   `json:"reserved"`
+	Reason   string `json:"reason,omitempty"`
+	Never    bool   `json:"never,omitempty"`
+}
+
+// gangTimedOut is {"gang":"g1","timedout":true} when a reservation
+// reaches its timeout, with "failed":true and the reason when a Hard gang
+// short of its minimum fails.
+type gangTimedOut struct {
+	Gang     string `json:"gang"`
+	TimedOut bool   `json:"timedout"`
+	Failed   bool   `json:"failed,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// gangReleased is {"gang":"g1","released":true}: the reservation of a gang
+// whose last pod was released (or withdrawn) went with it.
+type gangReleased struct {
+	Gang     string `json:"gang"`
+	Released bool   `json:"released"`
+}
+
 // sharesLine is {"shares":[...]}: every queue of the share table, sorted by
 // path.
 type sharesLine struct {

@@ -14,7 +14,6 @@ import (
 	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
-	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -67,32 +66,41 @@ func (e *ConfigError) Error() string { return strings.Join(e.Errs, "\n") }
 // initial config is invalid (*ConfigError), the trace cannot be read, or out
 // cannot be written.
 func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
-	if opts.Partition == "" {
-		opts.Partition = DefaultPartition
-	}
-	s := &sim{opts: opts, ledger: ledger.New(ugm.New()), book: hold.NewBook(opts.Starvation), now: simStart,
-		pendingByName: map[string]*pendingPod{}}
-	part, notices, errs := loadPartition(cfgText, opts.Partition)
-	if errs != nil {
-		return &ConfigError{Errs: errs}
-	}
-	s.logNotices("config", notices)
-	s.setPartition(part)
-
 	w := bufio.NewWriter(out)
-	s.enc = json.NewEncoder(w)
-	s.enc.SetEscapeHTML(false)
+	s, err := newSim(cfgText, opts, w)
+	if err != nil {
+		return err
+	}
 	if err := s.replay(bufio.NewReader(trace)); err != nil {
 		// Keep the lines decided before the failure: they are still true.
 		_ = w.Flush()
 		return err
 	}
 	m := s.ledger.Manager()
-	snap := snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues(), Pending: s.pendingNames()}
-	if err := s.enc.Encode(snap); err != nil {
-		return err
+	s.emit(snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues(), Pending: s.pendingNames()})
+	if s.werr != nil {
+		return s.werr
 	}
 	return w.Flush()
+}
+
+// newSim starts a replay under the initial config cfgText, writing to out.
+// Tests step it line by line to look at ugm between lines.
+func newSim(cfgText []byte, opts Options, out io.Writer) (*sim, error) {
+	if opts.Partition == "" {
+		opts.Partition = DefaultPartition
+	}
+	s := &sim{opts: opts, ledger: ledger.New(ugm.New()), book: hold.NewBook(opts.Starvation), now: simStart,
+		pendingByName: map[string]*pendingPod{}, gangs: newGangs()}
+	part, notices, errs := loadPartition(cfgText, opts.Partition)
+	if errs != nil {
+		return nil, &ConfigError{Errs: errs}
+	}
+	s.logNotices("config", notices)
+	s.setPartition(part)
+	s.enc = json.NewEncoder(out)
+	s.enc.SetEscapeHTML(false)
+	return s, nil
 }
 
 // sim is the state of one replay.
@@ -103,6 +111,9 @@ type sim struct {
 	partition *queueconfig.Partition
 	policy    *placement.Policy
 	enc       *json.Encoder
+	// werr is the first error writing the output (emit): the replay
+	// stops at it.
+	werr error
 	// capacity is the cluster's capacity of the last capacity line; nil
 	// (unbounded) until one.
 	capacity resources.Limit
@@ -113,6 +124,17 @@ type sim struct {
 	// pods by name, with what the simulator keeps of them.
 	book          *hold.Book
 	pendingByName map[string]*pendingPod
+	// gangs are the gangs the gang lines declared.
+	gangs gangs
+}
+
+// emit writes one output line. Lines come from deep in a decision (a
+// gang's line before its pod's, a let-in's allow line), so the first
+// write error is kept in werr for the replay to stop at.
+func (s *sim) emit(v any) {
+	if s.werr == nil {
+		s.werr = s.enc.Encode(v)
+	}
 }
 
 // setPartition puts a validated partition in force, in ugm and for
@@ -137,13 +159,13 @@ func (s *sim) replay(r *bufio.Reader) error {
 		}
 		if !isBlank(line) {
 			out, next := s.apply(n, line)
-			if werr := s.enc.Encode(out); werr != nil {
-				return werr
+			s.emit(out)
+			if next != nil {
+				s.after(next)
 			}
-			if next != nil && s.opts.Requeue {
-				if werr := s.letInAfter(next); werr != nil {
-					return werr
-				}
+			s.letInOpened()
+			if s.werr != nil {
+				return s.werr
 			}
 		}
 		if err == io.EOF {
@@ -152,11 +174,13 @@ func (s *sim) replay(r *bufio.Reader) error {
 	}
 }
 
-// apply carries out one trace line and returns its output line, and which
-// held pods it may let in (nil: none), as the scheduler's events do: a
-// release lets in those its room may admit, an applied config and a
-// capacity line every held pod. A line error, a rejected config and a
-// release of a pod not live (or held: a withdrawal) free nothing.
+// apply carries out one trace line and returns its output line, and what
+// follows it (nil: nothing): the clock a wait line moves to, the gang a
+// release left without pods, and which held pods it may let in, as the
+// scheduler's events do: a release lets in those its room may admit, an
+// applied config and a capacity line every held pod. A line error, a
+// rejected config and a release of a pod not live (or held: a withdrawal)
+// free nothing.
 func (s *sim) apply(n int, data []byte) (any, *freed) {
 	l, err := decodeLine(data)
 	if err != nil {
@@ -168,7 +192,9 @@ func (s *sim) apply(n int, data []byte) (any, *freed) {
 	case opShares:
 		return s.sharesShow(), nil
 	case opWait:
-		return s.wait(n, l), nil
+		return s.wait(n, l)
+	case opGang:
+		return s.declareGang(n, l), nil
 	case opRelease:
 		return s.release(n, l)
 	case opConfig:
@@ -188,27 +214,29 @@ func (s *sim) apply(n int, data []byte) (any, *freed) {
 		// files pin it.
 		return lineError{Line: n, Error: `missing "op" (allocate, release or config)`}, nil
 	default:
-		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity, shares or wait)", l.Op)}, nil
+		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity, shares, wait or gang)", l.Op)}, nil
 	}
 }
 
 // release gives back a live pod's charge and returns what it freed. A
 // held pod (Options.Requeue) was never admitted: the release withdraws
-// it, and it was not live.
+// it, and it was not live; it frees nothing but its gang's reservation
+// when it was the gang's last pod.
 func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	if l.Pod == "" {
 		return lineError{Line: n, Error: `release: missing "pod"`}, nil
 	}
 	if p := s.pendingByName[l.Pod]; p != nil {
 		s.dropPending(p)
-		return releasedLine{Pod: l.Pod, Released: false}, nil
+		out := releasedLine{Pod: l.Pod, Released: false}
+		if g := s.leave(l.Pod); g != nil {
+			return out, &freed{gone: g}
+		}
+		return out, nil
 	}
 	// The shares before the release, to tell whether it changed one (the
 	// plugin's recompute lets in the pods held by a share then).
-	var before *shares.Table
-	if s.opts.Requeue && s.book.Len() > 0 {
-		before = s.computeShares(nil)
-	}
+	before := s.sharesBeforeRelease()
 	c, ok, err := s.ledger.Release(l.Pod)
 	if err != nil {
 		s.logf("line %d: release %s: %v\n", n, l.Pod, err)
@@ -217,24 +245,25 @@ func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	if !ok {
 		return out, nil
 	}
-	return out, &freed{released: &c.Request, sharesBefore: before}
+	return out, &freed{released: &c.Request, sharesBefore: before, gone: s.leave(l.Pod)}
 }
 
 // wait is the wait op: the simulated clock moves on by the line's
-// duration. Time alone lets no pod in; it makes held pods starve.
-func (s *sim) wait(n int, l *traceLine) any {
+// duration, after the line is printed (advance), firing the gang timeouts
+// it passes. Time alone lets no pod in but by those timeouts; it makes
+// held pods starve.
+func (s *sim) wait(n int, l *traceLine) (any, *freed) {
 	if l.Duration == nil {
-		return lineError{Line: n, Error: `wait: missing "duration" (a Go duration, e.g. "90s" or "3m")`}
+		return lineError{Line: n, Error: `wait: missing "duration" (a Go duration, e.g. "90s" or "3m")`}, nil
 	}
 	d, err := time.ParseDuration(*l.Duration)
 	if err != nil {
-		return lineError{Line: n, Error: fmt.Sprintf("wait: bad \"duration\" %q (a Go duration, e.g. \"90s\" or \"3m\")", *l.Duration)}
+		return lineError{Line: n, Error: fmt.Sprintf("wait: bad \"duration\" %q (a Go duration, e.g. \"90s\" or \"3m\")", *l.Duration)}, nil
 	}
 	if d < 0 {
-		return lineError{Line: n, Error: fmt.Sprintf("wait: \"duration\" %q is negative: the clock only moves on", *l.Duration)}
+		return lineError{Line: n, Error: fmt.Sprintf("wait: \"duration\" %q is negative: the clock only moves on", *l.Duration)}, nil
 	}
-	s.now = s.now.Add(d)
-	return waitLine{Wait: d.String()}
+	return waitLine{Wait: d.String()}, &freed{until: s.now.Add(d)}
 }
 
 func (s *sim) config(n int, l *traceLine) any {
@@ -247,6 +276,9 @@ func (s *sim) config(n int, l *traceLine) any {
 	}
 	s.logNotices(fmt.Sprintf("line %d", n), notices)
 	s.setPartition(part)
+	// The plugin drops all room held on a config change, gang
+	// reservations too: a gang's next pod reserves under the new config.
+	s.ledger.Manager().UnadmitAll()
 	s.refreshPending()
 	return configLine{Config: "applied"}
 }

@@ -21,6 +21,9 @@ const (
 	opShares   = "shares"
 	// Hold and let in: the simulated clock moves on.
 	opWait = "wait"
+	// Gangs: a gang's declaration (its minimum, style and timeout); its
+	// pods are allocate lines naming it.
+	opGang = "gang"
 )
 
 // traceLine is one input line. It is the union of every operation's fields;
@@ -47,6 +50,16 @@ type traceLine struct {
 	// Duration is how long a wait line moves the simulated clock on (a Go
 	// duration such as "90s" or "3m"); nil when absent or null.
 	Duration *string `json:"duration"`
+	// Gang is the gang a gang line declares, or an allocate line's pod
+	// belongs to; nil when absent or null, so "" can be refused.
+	Gang *string `json:"gang"`
+	// Min, Style and Timeout are a gang line's: its whole minimum
+	// (Kubernetes quantities, "pods" its number of pods), Soft or Hard,
+	// and how long its reservation waits (a Go duration). Nil when absent
+	// or null.
+	Min     map[string]string `json:"min"`
+	Style   *string           `json:"style"`
+	Timeout *string           `json:"timeout"`
 }
 
 // decodeLine parses one trace line strictly: exactly one JSON object, keys
