@@ -21,12 +21,16 @@ var update = flag.Bool("update", false, "rewrite the golden files (*.golden) wit
 // whitespace-separated: --requeue, --starvation D, --partition NAME).
 const tracesDir = "../../testdata/traces"
 
+// gangsDir holds the gang cases (gang lines and their pods), in the same
+// layout; its README says what each pins down.
+const gangsDir = "testdata/gangs"
+
 // traceDirs are the golden directories with the fewest cases each must
 // hold, which guards against a glob that silently matches nothing.
 var traceDirs = []struct {
 	dir      string
 	minCases int
-}{{tracesDir, 15}}
+}{{tracesDir, 15}, {gangsDir, 5}}
 
 func TestGoldenTraces(t *testing.T) {
 	var traces []string
