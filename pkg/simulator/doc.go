@@ -61,7 +61,8 @@
 //     line. They bind only elastic queues, so other configs decide as
 //     before.
 //   - A wait line moves the simulated clock on (it starts at 00:00:00)
-//     and prints {"wait":"3m0s"}; nothing else moves it.
+//     and prints {"wait":"3m0s"}; nothing else moves it. The gang
+//     timeouts it passes fire after its line.
 //   - Under Options.Requeue a refused pod is held in a hold.Book, as the
 //     scheduler's PreEnqueue holds it (and is demand unless its last
 //     refusal was a user or group limit). A release of a live pod lets in
@@ -76,13 +77,48 @@
 //     it that would fit is held with a *hold.BehindError, and is tried
 //     again when that pod is let in. An allocate naming a held pod prints
 //     {"pod":"p1","error":"already pending"}; a release of one withdraws
-//     it, prints "released":false and lets nothing in. The snapshot then
+//     it, prints "released":false and lets nothing in (but the reservation
+//     of a gang it was the last pod of). The snapshot then
 //     ends with "pending":[...], the held pods in trace order.
+//
+// # Gangs
+//
+// The op {"op":"gang","gang":"g1","min":{"cpu":"8","pods":"4"},"style":"Hard","timeout":"60s"}
+// ("app" and "namespace" optional) declares a gang, and an allocate line's
+// "gang":"g1" makes its pod one of the gang's; docs/simulator.md, "Gangs",
+// specifies them. They are decided as the scheduler plugin decides a
+// YuniKorn task-group gang (docs/design.md, "Gangs"), through the same ugm
+// calls; in short:
+//
+//   - A gang is one application (its "app", default its id), and an
+//     application has one gang. "min" is its whole minimum; its "pods"
+//     entry, required, is how many pods it is for. Style Soft and timeout
+//     15m (gang.DefaultTimeout) by default. A gang is declared before its
+//     pods; a declaration that differs from the first is a line error.
+//   - The gang's first pod reserves the whole minimum (ugm.ReserveGang)
+//     and draws on it (ugm.DrawGang), printing {"gang":"g1","reserved":true}
+//     before its allow line; later pods draw, and are charged at once.
+//   - A minimum that does not fit refuses the pod with a *gang.HeldError
+//     (the first refusal of a wait prints {"gang":"g1","reserved":false,
+//     "reason":...}, with "never":true when it never can). Under
+//     Options.Requeue the pod is held by the limit the minimum met and let
+//     in again as other held pods; a reservation lets the gang's held pods
+//     in to draw.
+//   - Wait lines fire timeouts on the simulated clock: what is left is
+//     released ({"gang":"g1","timedout":true}); a Hard gang whose minimum's
+//     pods did not all draw fails, its pods refused with a
+//     *gang.FailedError until all are gone; otherwise its pods are ordinary
+//     pods from then on.
+//   - The release of a reserved gang's last pod releases its reservation
+//     ({"gang":"g1","released":true}); an applied config drops every
+//     reservation, as the plugin's config change does.
 //
 // # Output
 //
 // One line per non-blank trace line, in order, then one snapshot line with
-// the users, groups and queues as the REST endpoints show them. Encoding is
+// the users, groups and queues as the REST endpoints show them. Let-ins
+// (Options.Requeue) and gangs add lines after or, for a gang's reserved
+// line, right before the pod line they go with. Encoding is
 // deterministic: struct field order fixes the key order, maps are sorted,
 // and HTML characters are not escaped.
 package simulator
