@@ -14,14 +14,16 @@ import (
 // [--partition NAME] [--requeue [--starvation D]]`: the decisions go to
 // stdout as JSON lines, anything that stops the replay goes to stderr.
 // --requeue holds refused pods and lets them in as the scheduler does
-// (simulator.Options.Requeue); --starvation is the scheduler's
-// starvationWait (simulator.Options.Starvation).
+// (simulator.Options.Requeue), gangs' pods included; --starvation is the
+// scheduler's starvationWait (simulator.Options.Starvation). Gang lines
+// need no flag: without --requeue a gang's refused pods are forgotten
+// like any refused pod (docs/simulator.md, "Gangs").
 func runSimulate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("simulate")
 	cfgPath := fs.String("config", "", "the initial queue config")
 	tracePath := fs.String("trace", "", "the trace")
 	partition := fs.String("partition", simulator.DefaultPartition, "the partition to enforce")
-	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines")
+	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines and gang timeouts")
 	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of wait lines) before the room it needs is kept for it; 0 turns it off")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
