@@ -23,22 +23,17 @@ import (
 // clock of wait lines, what is left is released (ugm.ReleaseGang), and a
 // Hard gang short of its minimum fails.
 
-// gangPhase is where a gang stands: the plugin's phases.
+// gangPhase is where a gang stands, the plugin's gang phases
+// (pkg/plugins/userquota/gangs.go): waiting for its minimum to fit,
+// reserved until its timeout, settled (its pods are ordinary pods), or
+// failed (timed out Hard short of its minimum; its pods are refused until
+// all are gone).
 type gangPhase int
 
 const (
-	// gangWaiting: no reservation; its pods are refused until its whole
-	// minimum fits.
 	gangWaiting gangPhase = iota
-	// gangReserved: its minimum is reserved; its pods draw on it until
-	// the timeout.
 	gangReserved
-	// gangSettled: the reservation timed out, Soft or with its minimum
-	// all drawn, or the application runs its minimum: its pods are
-	// ordinary pods.
 	gangSettled
-	// gangFailed: the reservation timed out Hard short of its minimum:
-	// its pods are refused with a *gang.FailedError until all are gone.
 	gangFailed
 )
 
