@@ -45,11 +45,13 @@ func TestOf(t *testing.T) {
 		app     string
 		want    *Member
 		wantErr string
+		// objectApp: ObjectApp's application ("": none).
+		objectApp string
 	}{
 		{name: "plain pod", pod: pod(nil, nil), app: "a"},
-		{name: "workload", pod: wl, want: &Member{ID: ID{Namespace: "ns", Form: FormWorkload, Name: "train", PodGroup: "workers", Replica: "r0"}}},
-		{name: "workload first", pod: both, want: &Member{ID: ID{Namespace: "ns", Form: FormWorkload, Name: "w", PodGroup: "g"}}},
-		{name: "pod group", pod: pod(map[string]string{LabelPodGroup: "pg"}, nil), want: &Member{ID: ID{Namespace: "ns", Form: FormPodGroup, Name: "pg"}}},
+		{name: "workload", pod: wl, want: &Member{ID: ID{Namespace: "ns", Form: FormWorkload, Name: "train", PodGroup: "workers", Replica: "r0"}}, objectApp: "Workload/train/workers/r0"},
+		{name: "workload first", pod: both, want: &Member{ID: ID{Namespace: "ns", Form: FormWorkload, Name: "w", PodGroup: "g"}}, objectApp: "Workload/w/g"},
+		{name: "pod group", pod: pod(map[string]string{LabelPodGroup: "pg"}, nil), want: &Member{ID: ID{Namespace: "ns", Form: FormPodGroup, Name: "pg"}}, objectApp: "PodGroup/pg"},
 		{name: "empty pod group label is no gang", pod: pod(map[string]string{LabelPodGroup: ""}, nil), app: "a"},
 		{name: "executor names its group only", pod: pod(nil, map[string]string{AnnotationTaskGroupName: "spark-executor"}), app: "spark-1",
 			want: &Member{ID: ID{Namespace: "ns", Form: FormTaskGroups, Name: "spark-1"}, TaskGroup: "spark-executor"}},
@@ -71,6 +73,9 @@ func TestOf(t *testing.T) {
 			}
 			if (got == nil) != (tc.want == nil) || got != nil && (got.ID != tc.want.ID || got.TaskGroup != tc.want.TaskGroup || got.Min != nil) {
 				t.Fatalf("Of = %+v, want %+v", got, tc.want)
+			}
+			if app, ok := ObjectApp(tc.pod); app != tc.objectApp || ok != (tc.objectApp != "") {
+				t.Errorf("ObjectApp = %q, %v; want %q", app, ok, tc.objectApp)
 			}
 		})
 	}

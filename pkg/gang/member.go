@@ -53,3 +53,22 @@ func Of(pod *v1.Pod, app string) (*Member, error) {
 	}
 	return TaskGroupsMember(pod, app)
 }
+
+// ObjectApp is the application of a pod of a gang object (a PodGroup, a
+// Workload's pod group and replica) when nothing else names it: the gang,
+// so that its pods are one application, as the gang is. false: the pod
+// names no gang object.
+func ObjectApp(pod *v1.Pod) (string, bool) {
+	switch form, _ := FormOf(pod); form {
+	case FormWorkload:
+		ref := pod.Spec.WorkloadRef
+		id := string(FormWorkload) + "/" + ref.Name + "/" + ref.PodGroup
+		if ref.PodGroupReplicaKey != "" {
+			id += "/" + ref.PodGroupReplicaKey
+		}
+		return id, true
+	case FormPodGroup:
+		return string(FormPodGroup) + "/" + pod.Labels[LabelPodGroup], true
+	}
+	return "", false
+}

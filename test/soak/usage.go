@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/ugm"
 	"github.com/userquota/userquota/test/internal/controlplane"
@@ -74,7 +75,8 @@ func chargeOf(pod *v1.Pod) podCharge {
 	return c
 }
 
-// appID: an id label (or annotation), else the controlling owner (a
+// appID: an id label (or annotation), else the gang object it names,
+// else the controlling owner (a
 // ReplicaSet named <deployment>-<pod-template-hash> counts as its
 // Deployment), else the pod itself.
 func appID(pod *v1.Pod) string {
@@ -85,6 +87,9 @@ func appID(pod *v1.Pod) string {
 		if v := pod.Annotations[l]; v != "" {
 			return v
 		}
+	}
+	if id, ok := gang.ObjectApp(pod); ok {
+		return id
 	}
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller == nil || !*ref.Controller {

@@ -20,13 +20,26 @@ import (
 // on it. Until it fits, all of them are held.
 
 // enforcesGang reports whether pod is decided as a gang's pod: it
-// carries YuniKorn task groups (as the first form it carries) and gangs
-// are not ignored. Only task groups are enforced so far: Workload and
-// PodGroup gangs need their objects (docs/gangs.md). It only looks, for
-// the hot path.
+// carries a gang in one of the three forms and gangs are not ignored. It
+// only looks, for the hot path.
 func (pl *Plugin) enforcesGang(pod *v1.Pod) bool {
-	form, ok := gang.FormOf(pod)
-	return ok && form == gang.FormTaskGroups && !pl.args.IgnoreGangs
+	_, ok := gang.FormOf(pod)
+	return ok && !pl.args.IgnoreGangs
+}
+
+// gangMember reads the gang of pod (enforcesGang) given the decision on
+// the pod alone: from its annotations (task groups) or its object. nil,
+// nil: not a gang's pod after all (a Workload's pod group without a gang
+// policy).
+func (pl *Plugin) gangMember(pod *v1.Pod, d ugm.Decision) (*gang.Member, error) {
+	if form, _ := gang.FormOf(pod); form == gang.FormTaskGroups {
+		return gang.TaskGroupsMember(pod, podApp(pod).ID)
+	}
+	var req *ugm.Request
+	if d.Placed {
+		req = &d.Request
+	}
+	return pl.objectMember(pod, req)
 }
 
 // admitMember is admitPod for a pod of a gang (or whose gang cannot be
@@ -41,6 +54,11 @@ func (pl *Plugin) admitMember(pod *v1.Pod, m *gang.Member, gerr error, d ugm.Dec
 	var conflict *ugm.AppConflict
 	switch {
 	case gerr != nil:
+		if m != nil {
+			// Its object may come: it lets the gang's held pods in.
+			pl.gangs.note(m, pod.UID)
+			pl.gangs.holding(m.ID, pod.UID, true)
+		}
 		return req, gerr
 	case !d.Placed, errors.As(d.Err, &conflict):
 		return req, d.Err
@@ -167,13 +185,17 @@ func neverFits(err error, min gang.Min) bool {
 // behind. Its pods running are pods too: a gang with a pod bound keeps
 // its reservation (a Spark driver creates its executors after it runs).
 func (pl *Plugin) gangPodGone(logger klog.Logger, uid types.UID) {
-	key, last := pl.gangs.gone(uid)
-	if !last {
-		return
+	if key, last := pl.gangs.gone(uid); last {
+		pl.gangs.end(key, false)
+		pl.releaseGang(logger, key, "its last pod was deleted")
 	}
-	pl.gangs.end(key, false)
+}
+
+// releaseGang drops what the gang key's reservation still holds, for
+// why, and lets it in to others.
+func (pl *Plugin) releaseGang(logger klog.Logger, key, why string) {
 	if rel, ok := pl.ugm.ReleaseGang(key); ok && !rel.Resources.IsZero() {
-		logger.V(2).Info("Gang's last pod deleted: reservation released", "gang", key)
+		logger.V(2).Info("Gang reservation released", "gang", key, "why", why)
 		metrics.RecordGang(metrics.GangDeleted)
 		pl.onRelease(logger, rel)
 	}

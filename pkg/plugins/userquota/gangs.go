@@ -58,13 +58,15 @@ func newGangBook(c clock.WithDelayedExecution) *gangBook {
 	return &gangBook{clock: c, byKey: map[string]*gangEntry{}, of: map[types.UID]string{}}
 }
 
-// note records the pod uid as member's (and the gang's minimum, the first
-// one defined) and returns the gang's phase and minimum.
+// note records the pod uid as member's (and the gang's minimum: the
+// first one its pods define, or its object's as read now while it waits)
+// and returns the gang's phase and minimum.
 func (b *gangBook) note(m *gang.Member, uid types.UID) (gangPhase, *gang.Min) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(m.ID)
-	if e.min == nil && m.Min != nil {
+	fromObject := m.ID.Form != gang.FormTaskGroups && e.phase == gangWaiting
+	if m.Min != nil && (e.min == nil || fromObject) {
 		min := *m.Min
 		e.min = &min
 	}
@@ -109,6 +111,36 @@ func (b *gangBook) lost(id gang.ID) {
 			e.timer = nil
 		}
 	}
+}
+
+// keysOf lists the gangs of form defined by the object ns/name (a
+// Workload's pod groups and replicas are gangs of their own).
+func (b *gangBook) keysOf(form gang.Form, ns, name string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for key, e := range b.byKey {
+		if e.id.Form == form && e.id.Namespace == ns && e.id.Name == name {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// reset sets the gang key back to waiting, its minimum unknown: the
+// object that defined it went, and one created again defines it anew.
+func (b *gangBook) reset(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.byKey[key]
+	if e == nil {
+		return
+	}
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.phase, e.timer, e.min, e.waitCounted = gangWaiting, nil, nil, false
+	b.tidy(key, e)
 }
 
 // end ends the gang's reservation: the gang fails when it was short of

@@ -36,6 +36,8 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	pgfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -94,6 +96,10 @@ type envOptions struct {
 	config string
 	// objects are in the cluster before the plugin starts.
 	objects []runtime.Object
+	// gangAPIs: the API server serves Workloads and scheduler-plugins'
+	// PodGroups (a fake client of its own, env.pgc), with podGroups in it.
+	gangAPIs  bool
+	podGroups []runtime.Object
 	// noStart leaves the scheduler's informer factory unstarted: the test
 	// starts it (env.start) after arranging what it needs.
 	noStart bool
@@ -121,6 +127,8 @@ type env struct {
 	recorder  *recordingRecorder
 	watches   *watchCounter
 	barriers  int
+	// pgc serves PodGroups (envOptions.gangAPIs), else nil.
+	pgc *pgfake.Clientset
 }
 
 // newEnv builds the framework with UserQuota at PreFilter and Reserve (plus
@@ -140,18 +148,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	cs := fake.NewClientset(objs...)
 	w := &watchCounter{}
-	cs.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		var opts metav1.ListOptions
-		if wa, ok := action.(clienttesting.WatchActionImpl); ok {
-			opts = wa.ListOptions
-		}
-		wi, err := cs.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
-		if err != nil {
-			return false, nil, err
-		}
-		w.add(action.GetResource().Resource)
-		return true, wi, nil
-	})
+	w.serve(&cs.Fake, cs.Tracker())
+	var pgc *pgfake.Clientset
+	if o.gangAPIs {
+		cs.Resources = append(cs.Resources, &metav1.APIResourceList{GroupVersion: workloadAPI, APIResources: []metav1.APIResource{{Name: "workloads"}}})
+		pgc = pgfake.NewSimpleClientset(o.podGroups...) // NewClientset has no PodGroup schema for its field manager
+		pgc.Resources = append(pgc.Resources, &metav1.APIResourceList{GroupVersion: podGroupAPI, APIResources: []metav1.APIResource{{Name: "podgroups"}}})
+		w.serve(&pgc.Fake, pgc.Tracker())
+	}
 	if o.reactors != nil {
 		o.reactors(cs)
 	}
@@ -166,6 +170,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		activator: &recordingActivator{},
 		recorder:  &recordingRecorder{},
 		watches:   w,
+		pgc:       pgc,
 	}
 	// The plugin's args; unless a test says otherwise the usage REST API
 	// is off, so that no test binds a port.
@@ -182,7 +187,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		c = o.clock
 	}
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := newPlugin(ctx, args, h, c)
+		var pgi pgclientset.Interface
+		if pgc != nil {
+			pgi = fakePodGroups{pgc}
+		}
+		p, err := newPlugin(ctx, args, h, c, pgi)
 		if err != nil {
 			return nil, err
 		}
@@ -660,6 +669,29 @@ func metaOf(obj runtime.Object) (metav1.Object, error) {
 	}
 	return nil, fmt.Errorf("%T has no object meta", obj)
 }
+
+// serve makes the fake f's watches come from tracker, counted.
+func (w *watchCounter) serve(f *clienttesting.Fake, tracker clienttesting.ObjectTracker) {
+	f.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := action.(clienttesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		wi, err := tracker.Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return false, nil, err
+		}
+		w.add(action.GetResource().Resource)
+		return true, wi, nil
+	})
+}
+
+// fakePodGroups is scheduler-plugins' fake client, which (unlike
+// client-go's fakes) does not say that its watches send no initial
+// events: an informer would wait for them forever.
+type fakePodGroups struct{ *pgfake.Clientset }
+
+func (fakePodGroups) IsWatchListSemanticsUnSupported() bool { return true }
 
 // watchCounter counts the watches the fake clientset opened, by resource.
 type watchCounter struct {

@@ -9,7 +9,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
-	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -42,8 +41,9 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 	}
 	d := pl.ugm.Decide(key, place, true)
 	if pl.enforcesGang(pod) {
-		m, err := gang.TaskGroupsMember(pod, podApp(pod).ID)
-		return pl.admitMember(pod, m, err, d)
+		if m, err := pl.gangMember(pod, d); m != nil || err != nil {
+			return pl.admitMember(pod, m, err, d)
+		}
 	}
 	switch {
 	case d.Err != nil && len(d.Blocked) > 0:

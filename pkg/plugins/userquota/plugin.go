@@ -32,6 +32,7 @@ package userquota
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/clock"
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -78,6 +80,7 @@ type Plugin struct {
 	pods    corelisters.PodLister
 	held    *holds
 	gangs   *gangBook
+	objects gangObjects
 	status  *statusWriter
 	elastic *elasticQuotas
 	audit   *auditor
@@ -89,12 +92,20 @@ type Plugin struct {
 
 // New is the plugin factory registered with the scheduler.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return newPlugin(ctx, obj, h, clock.RealClock{})
+	var pgc pgclientset.Interface
+	if cfg := h.KubeConfig(); cfg != nil {
+		var err error
+		if pgc, err = pgclientset.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("PodGroup client: %w", err)
+		}
+	}
+	return newPlugin(ctx, obj, h, clock.RealClock{}, pgc)
 }
 
 // newPlugin is New with the clock that times let-ins, holds, preemption
-// delays and the share debounce (tests step a fake one).
-func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.WithTickerAndDelayedExecution) (*Plugin, error) {
+// delays and the share debounce (tests step a fake one), and the client
+// of scheduler-plugins' PodGroups (nil: none).
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.WithTickerAndDelayedExecution, pgc pgclientset.Interface) (*Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
 		return nil, err
@@ -137,6 +148,10 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	// The config must be in force before running pods are accounted: the
 	// group of an application is resolved from it at its first pod.
 	if err := pl.startConfigInformer(ctx); err != nil {
+		return nil, err
+	}
+	// Before the pod handler: it reads Workloads.
+	if err := pl.startGangObjects(ctx, pgc); err != nil {
 		return nil, err
 	}
 	if err := pl.startPodHandler(); err != nil {

@@ -10,6 +10,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/kubernetes/pkg/features"
 
+	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -149,7 +150,7 @@ func podNamedQueue(pod *v1.Pod) (name, from string) {
 }
 
 // podApp keys the pod's application within its namespace: an explicit id
-// label, then the top controlling owner (a ReplicaSet made by a Deployment
+// label, then the gang object it names, then the top controlling owner (a ReplicaSet made by a Deployment
 // counts as the Deployment, so a rollout stays one application), then the
 // pod itself.
 func podApp(pod *v1.Pod) ugm.AppKey {
@@ -163,6 +164,12 @@ func podApp(pod *v1.Pod) ugm.AppKey {
 			key.ID = v
 			return key
 		}
+	}
+	// A gang object's pods are one application, whatever controls them
+	// (an MPI launcher Job and its workers' StatefulSet).
+	if id, ok := gang.ObjectApp(pod); ok {
+		key.ID = id
+		return key
 	}
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller == nil || !*ref.Controller {

@@ -81,6 +81,9 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 		// The scheduler may have written Unschedulable over a held pod's
 		// status (a refusal in a cycle): say held again.
 		pl.status.recheck(pod)
+		if pod.Spec.WorkloadRef != nil {
+			pl.sayWorkloadMissing(pod)
+		}
 		return
 	}
 	// Bound: whatever was held for it is its charge now; a status that
