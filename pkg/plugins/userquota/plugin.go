@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -94,6 +95,9 @@ type Plugin struct {
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	var pgc pgclientset.Interface
 	if cfg := h.KubeConfig(); cfg != nil {
+		// PodGroups are a CRD: JSON, not the scheduler's protobuf.
+		cfg = rest.CopyConfig(cfg)
+		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 		var err error
 		if pgc, err = pgclientset.NewForConfig(cfg); err != nil {
 			return nil, fmt.Errorf("PodGroup client: %w", err)
