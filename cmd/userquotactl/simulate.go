@@ -24,7 +24,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	tracePath := fs.String("trace", "", "the trace")
 	partition := fs.String("partition", simulator.DefaultPartition, "the partition to enforce")
 	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines and gang timeouts")
-	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of wait lines) before the room it needs is kept for it; 0 turns it off")
+	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of time and wait lines) before the room it needs is kept for it; 0 turns it off")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,23 @@ func TestSimulateGangs(t *testing.T) {
 				t.Errorf("stdout does not end with %q:\n%s", tc.pending, out)
 			}
 		})
+	}
+}
+
+// TestSimulateContractLines: the design contract's gang line (a minimum
+// of cpu only) and time lines, through the command: the output is the
+// golden one.
+func TestSimulateContractLines(t *testing.T) {
+	const base = "../../pkg/simulator/testdata/gangs/gang-contract"
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"simulate", "--requeue", "--config", base + ".yaml", "--trace", base + ".jsonl"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d: %s", code, stderr.String())
+	}
+	want, err := os.ReadFile(base + ".golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != string(want) {
+		t.Errorf("stdout:\n%s\nwant (%s.golden):\n%s", stdout.String(), base, want)
 	}
 }

@@ -85,8 +85,13 @@ type Min struct {
 	Style     Style
 }
 
-// String is for held reasons: "8 pods, cpu 8, memory 16Gi".
+// String is for held reasons: "4 pods (cpu=8,pods=4)", or only the
+// resources ("cpu=8") for a minimum that counts no pods (Members 0: the
+// simulator's gang line whose "min" names no "pods").
 func (m Min) String() string {
+	if m.Members == 0 {
+		return m.Resources.String()
+	}
 	return fmt.Sprintf("%d pods (%s)", m.Members, m.Resources)
 }
 

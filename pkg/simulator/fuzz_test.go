@@ -46,6 +46,14 @@ func FuzzRun(f *testing.F) {
 		`{"op":"release","pod":"p3"}`,
 		`{"op":"allocate","pod":"p4","queue":"root.a","gang":"g","resources":{"cpu":"1"}}`,
 	}, "\n"))
+	// The contract's shapes: a gang whose minimum counts no pods, and the
+	// time op.
+	f.Add(strings.Join([]string{
+		`{"op":"gang","gang":"g1","app":"a1","min":{"cpu":"2"},"style":"Hard","timeout":"60s"}`,
+		`{"op":"allocate","pod":"p1","queue":"root.a","gang":"g1","resources":{"cpu":"1"}}`,
+		`{"op":"time","advance":"90s"}`,
+		`{"op":"allocate","pod":"p2","queue":"root.a","gang":"g1","resources":{"cpu":"1"}}`,
+	}, "\n"))
 	f.Fuzz(func(t *testing.T, trace string) {
 		var out bytes.Buffer
 		if err := Run([]byte(leafConfig), strings.NewReader(trace), &out, Options{}); err != nil {

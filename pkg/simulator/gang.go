@@ -20,8 +20,8 @@ import (
 // refused with the limit the minimum meets (held under Options.Requeue,
 // and let in again when room frees); its pods draw on the reservation
 // (ugm.DrawGang) and are charged at once; at the gang's timeout, on the
-// clock of wait lines, what is left is released (ugm.ReleaseGang), and a
-// Hard gang short of its minimum fails.
+// clock of time (and wait) lines, what is left is released
+// (ugm.ReleaseGang), and a Hard gang short of its minimum fails.
 
 // gangPhase is where a gang stands, the plugin's gang phases
 // (pkg/plugins/userquota/gangs.go): waiting for its minimum to fit,
@@ -38,7 +38,8 @@ const (
 )
 
 // podsID is the pods resource: a minimum's pods are its members, and a
-// reservation with pods left at its timeout is short of its minimum.
+// reservation with pods left at its timeout is short of its minimum (for
+// a minimum that counts no pods, one with anything left; simGang.short).
 var podsID = resources.Intern(resources.Pods)
 
 // simGang is a gang a gang line declared.
@@ -115,18 +116,24 @@ func parseGang(n int, l *traceLine) (*simGang, error) {
 		return nil, errors.New(`missing "gang" (the gang's id, which its pods' allocate lines name)`)
 	}
 	if l.Min == nil {
-		return nil, errors.New(`missing "min" (the gang's whole minimum, "pods" its number of pods, e.g. {"cpu":"8","pods":"4"})`)
+		return nil, errors.New(`missing "min" (the gang's whole minimum, e.g. {"cpu":"8"}, or {"cpu":"8","pods":"4"} to count its pods)`)
 	}
 	vec, err := resources.Parse(l.Min)
 	if err != nil {
 		return nil, fmt.Errorf("min: %w", err)
 	}
-	// The plugin's minimum counts its pods: what a held reason quotes,
-	// and what tells at the timeout whether the gang ran its minimum.
+	if vec.IsZero() {
+		return nil, errors.New(`"min" reserves nothing (give at least one resource above 0, e.g. {"cpu":"8"})`)
+	}
+	// "pods", when given, counts the minimum's pods, as the plugin's
+	// minimum always does: a held reason quotes it, and it tells at the
+	// timeout whether the gang ran its minimum. The contract's gang line
+	// gives none: such a minimum counts no pods (Members 0).
 	pods := vec.Get(podsID)
+	_, counted := l.Min[resources.Pods]
 	switch {
-	case pods < 1:
-		return nil, errors.New(`"min" names no "pods": the number of pods the minimum is for (e.g. {"cpu":"8","pods":"4"})`)
+	case counted && pods < 1:
+		return nil, fmt.Errorf(`"min": "pods" %q is no number of pods (at least 1; leave "pods" out for a minimum that counts none)`, l.Min[resources.Pods])
 	case pods > math.MaxInt32:
 		return nil, fmt.Errorf(`"min": "pods" %d is more than a gang can have`, pods)
 	}
@@ -370,15 +377,14 @@ func (s *sim) advance(until time.Time) {
 
 // timeout ends g's reservation at its timeout, as the plugin's
 // gangTimeout: what is left is released; a gang short of its minimum
-// (pods left undrawn) fails when Hard, else its pods go on as ordinary
-// pods. When a reservation was left it prints {"gang":...,"timedout":true}
+// (short) fails when Hard, else its pods go on as ordinary pods. When a reservation was left it prints {"gang":...,"timedout":true}
 // (with "failed" and the reason when it failed). Under Options.Requeue
 // the released room is let in to others, then the gang's held pods are
 // let in (settled) or held as failed.
 func (s *sim) timeout(g *simGang) {
 	before := s.sharesBeforeRelease()
 	rel, ok := s.ledger.Manager().ReleaseGang(g.key)
-	short := ok && rel.Resources.Get(podsID) > 0
+	short := ok && g.short(rel.Resources)
 	g.phase = gangSettled
 	var failed *gang.FailedError
 	if short && g.min.Style == gang.Hard {
@@ -409,6 +415,18 @@ func (s *sim) timeout(g *simGang) {
 			s.hold(p, decision{placed: c.Request, reason: failed})
 		}
 	}
+}
+
+// short reports whether left, what g's reservation still held at its
+// timeout, leaves g short of its minimum: pods of its minimum that drew
+// nothing, as the plugin counts (its minimum always counts its pods); for
+// a minimum that counts no pods (a gang line without "pods"), anything
+// left.
+func (g *simGang) short(left resources.Vector) bool {
+	if g.min.Members == 0 {
+		return !left.IsZero()
+	}
+	return left.Get(podsID) > 0
 }
 
 // sharesBeforeRelease is the shares table before a release, for the

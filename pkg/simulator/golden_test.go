@@ -30,7 +30,7 @@ const gangsDir = "testdata/gangs"
 var traceDirs = []struct {
 	dir      string
 	minCases int
-}{{tracesDir, 15}, {gangsDir, 5}}
+}{{tracesDir, 15}, {gangsDir, 6}}
 
 func TestGoldenTraces(t *testing.T) {
 	var traces []string

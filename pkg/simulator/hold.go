@@ -64,24 +64,26 @@ func (s *sim) dropPending(p *pendingPod) {
 	s.book.Remove(p.name)
 }
 
-// freed is what follows a line's output (after): the clock a wait line
-// moves to, the gang a release left without pods, and for the let-in the
-// charge a release gave back, or everything (a config or capacity line).
+// freed is what follows a line's output (after): the clock a time or
+// wait line moves to, the gang a release left without pods, and for the
+// let-in the charge a release gave back, or everything (a config or
+// capacity line).
 type freed struct {
 	all bool
 	// released is the charge a release gave back; sharesBefore the shares
 	// before it (nil when no pod was held).
 	released     *ugm.Request
 	sharesBefore *shares.Table
-	// until is where a wait line moves the clock (zero: it stays).
+	// until is where a time or wait line moves the clock (zero: it stays).
 	until time.Time
 	// gone is a reserved gang whose last pod the release took.
 	gone *simGang
 }
 
 // after carries out what follows a line's output, in the plugin's order:
-// the gang timeouts a wait passes (each with its let-in), the reservation
-// of a gang whose last pod went, then the let-in of what the line freed.
+// the gang timeouts a time line passes (each with its let-in), the
+// reservation of a gang whose last pod went, then the let-in of what the
+// line freed.
 func (s *sim) after(f *freed) {
 	if !f.until.IsZero() {
 		s.advance(f.until)

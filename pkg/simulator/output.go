@@ -53,8 +53,13 @@ type capacityLine struct {
 	Capacity string `json:"capacity"`
 }
 
-// waitLine is {"wait":"3m0s"}: how long the simulated clock moved on, as
-// Go prints a duration.
+// advanceLine is {"advance":"3m0s"}, a time line's output: how long the
+// simulated clock moved on, as Go prints a duration.
+type advanceLine struct {
+	Advance string `json:"advance"`
+}
+
+// waitLine is {"wait":"3m0s"}, the same for a wait line.
 type waitLine struct {
 	Wait string `json:"wait"`
 }

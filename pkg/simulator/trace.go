@@ -19,7 +19,9 @@ const (
 	// Elastic quotas: the cluster's capacity, and the runtime shares.
 	opCapacity = "capacity"
 	opShares   = "shares"
-	// Hold and let in: the simulated clock moves on.
+	// The simulated clock moves on: time is the contract's op (design.md,
+	// "Contract additions"), wait the simulator's older name for it.
+	opTime = "time"
 	opWait = "wait"
 	// Gangs: a gang's declaration (its minimum, style and timeout); its
 	// pods are allocate lines naming it.
@@ -47,14 +49,16 @@ type traceLine struct {
 	// Priority is an allocate line's pod priority (absent: 0), the first
 	// key of the let-in order under Options.Requeue.
 	Priority int32 `json:"priority"`
-	// Duration is how long a wait line moves the simulated clock on (a Go
-	// duration such as "90s" or "3m"); nil when absent or null.
+	// Advance is how long a time line moves the simulated clock on (a Go
+	// duration such as "90s" or "3m"), Duration the same for a wait line;
+	// nil when absent or null.
+	Advance  *string `json:"advance"`
 	Duration *string `json:"duration"`
 	// Gang is the gang a gang line declares, or an allocate line's pod
 	// belongs to; nil when absent or null, so "" can be refused.
 	Gang *string `json:"gang"`
 	// Min, Style and Timeout are a gang line's: its whole minimum
-	// (Kubernetes quantities, "pods" its number of pods), Soft or Hard,
+	// (Kubernetes quantities; "pods", optional, its number of pods), Soft or Hard,
 	// and how long its reservation waits (a Go duration). Nil when absent
 	// or null.
 	Min     map[string]string `json:"min"`
