@@ -6,37 +6,33 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
-const validConfig = `partitions:
-  - name: default
-    queues:
-      - name: root
-        queues:
-          - name: a
-            limits:
-              - limit: per user
-                users: ["*"]
-                maxresources: {vcore: 2}
-              - limit: eng
-                groups: [eng]
-                maxapplications: 3
-          - name: b
-`
+var validConfig = queueconfigtest.Root(`
+queues:
+  - name: a
+    limits:
+      - limit: per user
+        users: ["*"]
+        maxresources: {vcore: 2}
+      - limit: eng
+        groups: [eng]
+        maxapplications: 3
+  - name: b
+`)
 
 // invalidConfig has two problems: an unknown key and an all-zero limit.
-const invalidConfig = `partitions:
-  - name: default
-    queues:
-      - name: root
-        colour: blue
-        queues:
-          - name: a
-            limits:
-              - limit: nothing allowed
-                users: [sue]
-                maxresources: {vcore: 0}
-`
+var invalidConfig = queueconfigtest.Root(`
+colour: blue
+queues:
+  - name: a
+    limits:
+      - limit: nothing allowed
+        users: [sue]
+        maxresources: {vcore: 0}
+`)
 
 const trace = `{"op":"allocate","pod":"p1","queue":"root.a","resources":{"cpu":"1"}}
 this is not JSON

@@ -9,18 +9,14 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-const config = `
-partitions:
+var config = queueconfigtest.Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 2}
-`
+  limits:
+  - limit: sue
+    users: [sue]
+    maxresources: {vcore: 2}
+`)
 
 func newLedger(t *testing.T) *Ledger {
 	t.Helper()

@@ -15,24 +15,20 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-const config = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: sandbox
-      maxapplications: 3
-      resources:
-        max: {vcore: 4, memory: 8Gi}
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 2}
-      - limit: dev
-        groups: [dev]
-        maxresources: {memory: 4Gi}
-`
+var config = queueconfigtest.Root(`
+queues:
+- name: sandbox
+  maxapplications: 3
+  resources:
+    max: {vcore: 4, memory: 8Gi}
+  limits:
+  - limit: sue
+    users: [sue]
+    maxresources: {vcore: 2}
+  - limit: dev
+    groups: [dev]
+    maxresources: {memory: 4Gi}
+`)
 
 // manager charges sue (group dev) 1500m and 1Gi in root.sandbox.
 func manager(t *testing.T) *ugm.Manager {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -24,31 +25,27 @@ import (
 // her cpu limit (hot), alice at 75 % of hers (warn), bob well under; batch
 // shares elastically (guaranteed 4 cpu and 16Gi), default does not.
 // TestPageInChromium adds carol's gang, reserved in batch, running nothing.
-const browserConfig = `
-partitions:
+var browserConfig = queueconfigtest.Root(`
+limits:
+- limit: sue
+  users: [sue]
+  maxresources: {vcore: 4, memory: 16Gi}
+- limit: everyone else
+  users: ["*"]
+  maxresources: {vcore: 2, memory: 8Gi}
+- limit: dev
+  groups: [dev]
+  maxresources: {vcore: 8, memory: 32Gi}
+queues:
 - name: default
-  queues:
-  - name: root
-    limits:
-    - limit: sue
-      users: [sue]
-      maxresources: {vcore: 4, memory: 16Gi}
-    - limit: everyone else
-      users: ["*"]
-      maxresources: {vcore: 2, memory: 8Gi}
-    - limit: dev
-      groups: [dev]
-      maxresources: {vcore: 8, memory: 32Gi}
-    queues:
-    - name: default
-    - name: batch
-      maxapplications: 4
-      properties:
-        quota.sharing: elastic
-      resources:
-        guaranteed: {vcore: 4, memory: 16Gi}
-        max: {vcore: 6, memory: 24Gi}
-`
+- name: batch
+  maxapplications: 4
+  properties:
+    quota.sharing: elastic
+  resources:
+    guaranteed: {vcore: 4, memory: 16Gi}
+    max: {vcore: 6, memory: 24Gi}
+`)
 
 var browserCharges = []charge{
 	{pod: "s1", user: "sue", groups: []string{"dev"}, queue: "root.batch", app: "train", cpu: 1000, memory: 2 << 30},

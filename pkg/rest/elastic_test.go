@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 )
@@ -12,39 +13,35 @@ import (
 // the cluster, a's 4 cpu and 4Gi, b's 25 % of shared's guaranteed, and
 // dynamic queues under root.shared.tenants get 1 cpu each. root.default
 // has a guaranteed but is outside sharing.
-const elasticConfig = `
-partitions:
+var elasticConfig = queueconfigtest.Root(`
+queues:
 - name: default
+  resources:
+    guaranteed: {vcore: 6}
+- name: shared
+  properties:
+    quota.sharing: elastic
+  resources:
+    guaranteed: {vcore: "50%"}
   queues:
-  - name: root
-    queues:
-    - name: default
+  - name: a
+    maxapplications: 3
+    resources:
+      guaranteed: {vcore: 4, memory: 4Gi}
+      max: {vcore: 10}
+  - name: b
+    properties:
+      quota.weight: cpu=1
+    resources:
+      guaranteed: {vcore: "25%"}
+      max: {vcore: 12}
+  - name: tenants
+    parent: true
+    childtemplate:
       resources:
-        guaranteed: {vcore: 6}
-    - name: shared
-      properties:
-        quota.sharing: elastic
-      resources:
-        guaranteed: {vcore: "50%"}
-      queues:
-      - name: a
-        maxapplications: 3
-        resources:
-          guaranteed: {vcore: 4, memory: 4Gi}
-          max: {vcore: 10}
-      - name: b
-        properties:
-          quota.weight: cpu=1
-        resources:
-          guaranteed: {vcore: "25%"}
-          max: {vcore: 12}
-      - name: tenants
-        parent: true
-        childtemplate:
-          resources:
-            guaranteed: {vcore: 1}
-            max: {vcore: 5}
-`
+        guaranteed: {vcore: 1}
+        max: {vcore: 5}
+`)
 
 // elasticCharges: sue runs 2 cpu in root.shared.a, ann 3 in
 // root.shared.b, bob 500m in root.default.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
 )
@@ -179,24 +180,20 @@ func TestPage(t *testing.T) {
 // User names come from pod annotations: the page must escape them.
 func TestPageEscapesNames(t *testing.T) {
 	const evil = `<script>alert(1)</script>`
-	m, _ := newManager(t, `
-partitions:
+	m, _ := newManager(t, queueconfigtest.Root(`
+limits:
+- limit: everyone
+  users: ["*"]
+  maxresources: {vcore: 1}
+- limit: ops
+  groups: [ops]
+  maxresources: {vcore: 2}
+- limit: every group
+  groups: ["*"]
+  maxresources: {vcore: 1}
+queues:
 - name: default
-  queues:
-  - name: root
-    limits:
-    - limit: everyone
-      users: ["*"]
-      maxresources: {vcore: 1}
-    - limit: ops
-      groups: [ops]
-      maxresources: {vcore: 2}
-    - limit: every group
-      groups: ["*"]
-      maxresources: {vcore: 1}
-    queues:
-    - name: default
-`, []charge{{pod: "p", user: evil, groups: []string{`"><img src=x onerror=alert(2)>`}, queue: "root.default", app: "<b>app</b>", cpu: 1000}})
+`), []charge{{pod: "p", user: evil, groups: []string{`"><img src=x onerror=alert(2)>`}, queue: "root.default", app: "<b>app</b>", cpu: 1000}})
 	status, body, _ := get(t, NewHandler(Options{Partition: "default", Usage: m}), "GET", "/", nil)
 	if status != 200 {
 		t.Fatalf("status %d: %s", status, body)

@@ -5,42 +5,38 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // elasticConfig: an elastic root with two leaves, each guaranteed 50 units
 // and max 200 (equal default weights; the max never binds before the
 // share); sue may use 10 units in root.a.
-const elasticConfig = `partitions:
-  - name: default
-    queues:
-      - name: root
-        properties:
-          quota.sharing: elastic
-        queues:
-          - name: a
-            resources:
-              guaranteed: {example.com/units: 50}
-              max: {example.com/units: 200}
-            limits:
-              - limit: sue
-                users: [sue]
-                maxresources: {example.com/units: 10}
-          - name: b
-            resources:
-              guaranteed: {example.com/units: 50}
-              max: {example.com/units: 200}
-`
+var elasticConfig = queueconfigtest.Root(`
+properties:
+  quota.sharing: elastic
+queues:
+  - name: a
+    resources:
+      guaranteed: {example.com/units: 50}
+      max: {example.com/units: 200}
+    limits:
+      - limit: sue
+        users: [sue]
+        maxresources: {example.com/units: 10}
+  - name: b
+    resources:
+      guaranteed: {example.com/units: 50}
+      max: {example.com/units: 200}
+`)
 
 // maxConfig: no elastic queue; root.q may hold 10 units.
-const maxConfig = `partitions:
-  - name: default
-    queues:
-      - name: root
-        queues:
-          - name: q
-            resources:
-              max: {example.com/units: 10}
-`
+var maxConfig = queueconfigtest.Root(`
+queues:
+  - name: q
+    resources:
+      max: {example.com/units: 10}
+`)
 
 // units is an allocate line of n units.
 func units(pod, queue, n string, extra ...string) string {

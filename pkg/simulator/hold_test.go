@@ -4,18 +4,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // starving: root.q holds 4 units.
-const starving = `partitions:
-  - name: default
-    queues:
-      - name: root
-        queues:
-          - name: q
-            resources:
-              max: {example.com/units: 4}
-`
+var starving = queueconfigtest.Root(`
+queues:
+  - name: q
+    resources:
+      max: {example.com/units: 4}
+`)
 
 func TestWaitLines(t *testing.T) {
 	got := runLines(t, starving, Options{Requeue: true, Starvation: DefaultStarvation},
@@ -97,17 +96,14 @@ func TestStarvationOff(t *testing.T) {
 // it; when the big one gets in, the pods held behind it are tried at once
 // (the plugin's letIn).
 func TestStarvingPodOpensTheWayBehindIt(t *testing.T) {
-	cfg := `partitions:
-  - name: default
-    queues:
-      - name: root
-        queues:
-          - name: q
-            properties:
-              application.sort.policy: fair
-            resources:
-              max: {example.com/units: 6}
-`
+	cfg := queueconfigtest.Root(`
+queues:
+  - name: q
+    properties:
+      application.sort.policy: fair
+    resources:
+      max: {example.com/units: 6}
+`)
 	got := runLines(t, cfg, Options{Requeue: true, Starvation: DefaultStarvation},
 		units("r1", "root.q", "2", `"app":"heavy"`),
 		units("r2", "root.q", "1", `"app":"heavy"`),

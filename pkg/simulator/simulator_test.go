@@ -7,31 +7,30 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // leafConfig has one leaf, root.a, where each user may use 2 cpu.
-const leafConfig = `partitions:
-  - name: default
-    queues:
-      - name: root
-        queues:
-          - name: a
-            limits:
-              - limit: per user
-                users: ["*"]
-                maxresources: {vcore: 2}
-`
+var leafConfig = queueconfigtest.Root(`
+queues:
+  - name: a
+    limits:
+      - limit: per user
+        users: ["*"]
+        maxresources: {vcore: 2}
+`)
 
 // twoPartitions limits root.a to 1 cpu per user in partition "tight" only.
-const twoPartitions = leafConfig + `  - name: tight
+var twoPartitions = leafConfig + `- name: tight
+  queues:
+  - name: root
     queues:
-      - name: root
-        queues:
-          - name: a
-            limits:
-              - limit: per user
-                users: ["*"]
-                maxresources: {vcore: 1}
+      - name: a
+        limits:
+          - limit: per user
+            users: ["*"]
+            maxresources: {vcore: 1}
 `
 
 // emptySnapshot is the last line when nothing is held.
@@ -249,7 +248,7 @@ func TestRunWriteError(t *testing.T) {
 }
 
 func TestRunLogsNotices(t *testing.T) {
-	cfg := leafConfig + "    placementrules:\n      - name: provided\n        create: true\n"
+	cfg := leafConfig + "  placementrules:\n  - name: provided\n    create: true\n"
 	var out, log bytes.Buffer
 	if err := Run([]byte(cfg), strings.NewReader(""), &out, Options{Log: &log}); err != nil {
 		t.Fatal(err)

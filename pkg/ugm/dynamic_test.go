@@ -14,29 +14,25 @@ import (
 // dynamicConfig has a root wildcard user limit, a child template on root
 // (inherited by root.tenants, which has none) and one on root.capped, and
 // a configured leaf root.fixed.
-const dynamicConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    limits:
-    - limit: everyone
-      users: ["*"]
-      maxresources: {vcore: 3}
-    childtemplate:
-      maxapplications: 2
-      resources:
-        max: {vcore: 2}
-    queues:
-    - name: fixed
-    - name: tenants
-      parent: true
-    - name: capped
-      parent: true
-      childtemplate:
-        resources:
-          max: {vcore: 1}
-`
+var dynamicConfig = queueconfigtest.Root(`
+limits:
+- limit: everyone
+  users: ["*"]
+  maxresources: {vcore: 3}
+childtemplate:
+  maxapplications: 2
+  resources:
+    max: {vcore: 2}
+queues:
+- name: fixed
+- name: tenants
+  parent: true
+- name: capped
+  parent: true
+  childtemplate:
+    resources:
+      max: {vcore: 1}
+`)
 
 // queuePaths lists every queue ugm holds, with its max and maxapplications.
 func queuePaths(m *Manager) []string {

@@ -10,21 +10,17 @@ import (
 
 // gangConfig is issue 19's scenario: root.g runs at most 20 cpu and 3
 // applications; each user at most 16 cpu there.
-const gangConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    submitacl: "*"
-    queues:
-    - name: g
-      maxapplications: 3
-      resources: {max: {vcore: 20}}
-      limits:
-      - limit: everyone
-        users: ["*"]
-        maxresources: {vcore: 16}
-`
+var gangConfig = queueconfigtest.Root(`
+submitacl: "*"
+queues:
+- name: g
+  maxapplications: 3
+  resources: {max: {vcore: 20}}
+  limits:
+  - limit: everyone
+    users: ["*"]
+    maxresources: {vcore: 16}
+`)
 
 func TestGangs(t *testing.T) {
 	cpu := func(user, app, n string) *Request {

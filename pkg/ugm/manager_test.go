@@ -12,44 +12,40 @@ import (
 
 // limitsConfig is the enforcement design document's example under a
 // two-level tree, plus queue quotas.
-const limitsConfig = `
-partitions:
+var limitsConfig = queueconfigtest.Root(`
+limits:
+- limit: everyone at root
+  users: ["*"]
+  maxresources: {vcore: 10}
+- limit: dev at root
+  groups: [dev]
+  maxresources: {vcore: 12}
+queues:
 - name: default
+- name: a
+  maxapplications: 4
+  resources:
+    max: {vcore: 9}
   queues:
-  - name: root
+  - name: leaf
+    maxapplications: 4
     limits:
-    - limit: everyone at root
+    - limit: specific user
+      users: [sue]
+      maxresources: {vcore: 5}
+      maxapplications: 2
+    - limit: specific groups
+      groups: [development, test]
+      maxresources: {vcore: 6}
+    - limit: user catch all
       users: ["*"]
-      maxresources: {vcore: 10}
-    - limit: dev at root
-      groups: [dev]
-      maxresources: {vcore: 12}
-    queues:
-    - name: default
-    - name: a
-      maxapplications: 4
-      resources:
-        max: {vcore: 9}
-      queues:
-      - name: leaf
-        maxapplications: 4
-        limits:
-        - limit: specific user
-          users: [sue]
-          maxresources: {vcore: 5}
-          maxapplications: 2
-        - limit: specific groups
-          groups: [development, test]
-          maxresources: {vcore: 6}
-        - limit: user catch all
-          users: ["*"]
-          maxresources: {vcore: 1}
-        - limit: group catch all
-          groups: ["*"]
-          maxresources: {vcore: 3}
-      - name: open
-        maxapplications: 4
-`
+      maxresources: {vcore: 1}
+    - limit: group catch all
+      groups: ["*"]
+      maxresources: {vcore: 3}
+  - name: open
+    maxapplications: 4
+`)
 
 // step is one operation of a scenario and what it must return.
 type step struct {
@@ -218,39 +214,35 @@ func TestEnforcement(t *testing.T) {
 }
 
 func TestGroupResolution(t *testing.T) {
-	const cfg = `
-partitions:
-- name: default
+	var cfg = queueconfigtest.Root(`
+limits:
+- limit: named high
+  groups: [dev]
+  maxresources: {vcore: 2}
+queues:
+- name: mid
+  limits:
+  - limit: named first
+    groups: [ops, dev]
+    maxresources: {vcore: 2}
+  - limit: named second
+    groups: [qa]
+    maxresources: {vcore: 20}
+  - limit: wild
+    groups: ["*"]
+    maxresources: {vcore: 20}
   queues:
-  - name: root
-    limits:
-    - limit: named high
-      groups: [dev]
-      maxresources: {vcore: 2}
-    queues:
-    - name: mid
-      limits:
-      - limit: named first
-        groups: [ops, dev]
-        maxresources: {vcore: 2}
-      - limit: named second
-        groups: [qa]
-        maxresources: {vcore: 20}
-      - limit: wild
-        groups: ["*"]
-        maxresources: {vcore: 20}
-      queues:
-      - name: leaf
-    - name: wildlow
-      limits:
-      - limit: some
-        groups: [nobodys]
-        maxresources: {vcore: 1}
-      - limit: wild
-        groups: ["*"]
-        maxresources: {vcore: 20}
-    - name: plain
-`
+  - name: leaf
+- name: wildlow
+  limits:
+  - limit: some
+    groups: [nobodys]
+    maxresources: {vcore: 1}
+  - limit: wild
+    groups: ["*"]
+    maxresources: {vcore: 20}
+- name: plain
+`)
 	tests := []struct {
 		name   string
 		groups []string

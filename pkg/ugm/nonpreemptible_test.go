@@ -10,25 +10,22 @@ import (
 
 // npConfig: a (guaranteed 4 cpu) and free (no guaranteed) share 20 cpu;
 // tenants' dynamic leaves are guaranteed 1 cpu each; c is not elastic.
-const npConfig = `partitions:
-  - name: default
+var npConfig = queueconfigtest.Root(`
+submitacl: "*"
+queues:
+  - name: shared
+    properties: {quota.sharing: elastic}
     queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: shared
-            properties: {quota.sharing: elastic}
-            queues:
-              - name: a
-                resources: {guaranteed: {cpu: 4}, max: {cpu: 20}}
-              - name: free
-                resources: {max: {cpu: 20}}
-              - name: tenants
-                parent: true
-                childtemplate:
-                  resources: {guaranteed: {cpu: 1}, max: {cpu: 5}}
-          - name: c
-`
+      - name: a
+        resources: {guaranteed: {cpu: 4}, max: {cpu: 20}}
+      - name: free
+        resources: {max: {cpu: 20}}
+      - name: tenants
+        parent: true
+        childtemplate:
+          resources: {guaranteed: {cpu: 1}, max: {cpu: 5}}
+  - name: c
+`)
 
 func npReq(user, queue, app string, v resources.Vector) *Request {
 	r := req(user, nil, queue, app, v)

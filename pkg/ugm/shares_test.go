@@ -10,26 +10,23 @@ import (
 
 // elasticConfig: root shares 20 cpu; shared splits its part between a (guaranteed 4) and b
 // (guaranteed 6); c is outside sharing (no quota.sharing on it or above).
-const elasticConfig = `partitions:
-  - name: default
+var elasticConfig = queueconfigtest.Root(`
+submitacl: "*"
+queues:
+  - name: shared
+    properties: {quota.sharing: elastic}
     queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: shared
-            properties: {quota.sharing: elastic}
-            queues:
-              - name: a
-                resources: {guaranteed: {cpu: 4}, max: {cpu: 10}}
-              - name: b
-                resources: {guaranteed: {cpu: 6}, max: {cpu: 10}}
-              - name: tenants
-                parent: true
-                childtemplate:
-                  resources: {guaranteed: {cpu: 1}, max: {cpu: 5}}
-          - name: c
-            resources: {guaranteed: {cpu: 1}}
-`
+      - name: a
+        resources: {guaranteed: {cpu: 4}, max: {cpu: 10}}
+      - name: b
+        resources: {guaranteed: {cpu: 6}, max: {cpu: 10}}
+      - name: tenants
+        parent: true
+        childtemplate:
+          resources: {guaranteed: {cpu: 1}, max: {cpu: 5}}
+  - name: c
+    resources: {guaranteed: {cpu: 1}}
+`)
 
 func TestShareCheck(t *testing.T) {
 	cpu := func(s string) resources.Vector { return res(t, "cpu", s) }

@@ -12,26 +12,23 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
 // haConfig limits alice to 2 cpu and the group dev to 4 cpu in root.team.
-const haConfig = `
-partitions:
+var haConfig = queueconfigtest.Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: team
-      limits:
-      - limit: alice
-        users: [alice]
-        maxresources: {vcore: 2}
-      - limit: dev
-        groups: [dev]
-        maxresources: {vcore: 4}
-`
+- name: team
+  limits:
+  - limit: alice
+    users: [alice]
+    maxresources: {vcore: 2}
+  - limit: dev
+    groups: [dev]
+    maxresources: {vcore: 4}
+`)
 
 // haLeaderElection shortens leader election for the test: a killed leader's
 // Lease expires after 2 s (the production config keeps the defaults, 15 s).

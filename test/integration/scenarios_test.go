@@ -13,25 +13,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // teamConfig limits alice to 2 cpu and the group dev to 3 cpu in root.team.
-const teamConfig = `
-partitions:
+var teamConfig = queueconfigtest.Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: team
-      limits:
-      - limit: alice
-        users: [alice]
-        maxresources: {vcore: 2}
-      - limit: dev
-        groups: [dev]
-        maxresources: {vcore: 3}
-`
+- name: team
+  limits:
+  - limit: alice
+    users: [alice]
+    maxresources: {vcore: 2}
+  - limit: dev
+    groups: [dev]
+    maxresources: {vcore: 3}
+`)
 
 // bindTimeout is how long a pod that fits may take to be bound: seconds,
 // far below the scheduler's 5-minute flush of unschedulable pods.
@@ -169,19 +167,15 @@ func snapshot(t *testing.T, rs *runningScheduler) string {
 	return string(b)
 }
 
-const appsConfig = `
-partitions:
+var appsConfig = queueconfigtest.Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: batch
-      limits:
-      - limit: two apps each
-        users: ["*"]
-        maxapplications: 2
-`
+- name: batch
+  limits:
+  - limit: two apps each
+    users: ["*"]
+    maxapplications: 2
+`)
 
 func TestMaxApplications(t *testing.T) {
 	c := newCluster(t, 2)

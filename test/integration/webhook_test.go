@@ -36,6 +36,7 @@ import (
 	"github.com/userquota/userquota/pkg/plugins/userquota"
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/webhook"
 )
 
@@ -46,33 +47,26 @@ engine-token,system:serviceaccount:tools:engine,uid-engine,"system:serviceaccoun
 `
 
 // sueConfig limits sue to 2 cpu in root.default.
-const sueConfig = `
-partitions:
+var sueConfig = queueconfigtest.Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 2}
-`
+  limits:
+  - limit: sue
+    users: [sue]
+    maxresources: {vcore: 2}
+`)
 
 // badConfig has three problems, all of which the refusal lists (as
 // `userquotactl validate` does).
-const badConfig = `partitions:
-- name: default
-  queues:
-  - name: root
-    maxapplications: -1
-    queues:
-    - name: a b
-      limits:
-      - limit: x
-        users: [sue]
-        maxresources: {vcore: lots}
-`
+var badConfig = queueconfigtest.Root(`
+maxapplications: -1
+queues:
+- name: a b
+  limits:
+  - limit: x
+    users: [sue]
+    maxresources: {vcore: lots}
+`)
 
 // TestWebhookIdentity runs the admission webhook (pkg/webhook, served over
 // TLS on loopback with a CA made here) behind the real kube-apiserver, with

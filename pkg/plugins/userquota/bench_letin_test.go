@@ -37,18 +37,14 @@ func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.St
 }
 
 // letInConfig: every user may run 1 cpu in root.q.
-const letInConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: q
-      limits:
-      - limit: one each
-        users: ["*"]
-        maxresources: {vcore: 1}
-`
+var letInConfig = queueconfigtest.Root(`
+queues:
+- name: q
+  limits:
+  - limit: one each
+    users: ["*"]
+    maxresources: {vcore: 1}
+`)
 
 // BenchmarkLetIn measures one release and the let-in it causes with
 // 10 held pods per user (each user at its limit): the held pods of the

@@ -16,29 +16,26 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 
 	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // perUserConfig gives every user 2 cpu in root.sandbox, and the queue
 // root.team 2 cpu for its two leaves together.
-const perUserConfig = `
-partitions:
+var perUserConfig = queueconfigtest.Root(`
+queues:
 - name: default
+- name: sandbox
+  limits:
+  - limit: everyone
+    users: ["*"]
+    maxresources: {vcore: 2}
+- name: team
+  resources:
+    max: {vcore: 2}
   queues:
-  - name: root
-    queues:
-    - name: default
-    - name: sandbox
-      limits:
-      - limit: everyone
-        users: ["*"]
-        maxresources: {vcore: 2}
-    - name: team
-      resources:
-        max: {vcore: 2}
-      queues:
-      - name: a
-      - name: b
-`
+  - name: a
+  - name: b
+`)
 
 // TestActivateAfterRelease: when a pod's charge is released, the pods
 // refused for a limit that release can lift are moved back to the active

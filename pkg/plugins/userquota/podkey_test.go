@@ -17,22 +17,18 @@ import (
 
 // treeConfig has leaves to resolve bare names against: a unique leaf
 // (only), a name used by two leaves (x) and a parent (a).
-const treeConfig = `
-partitions:
+var treeConfig = queueconfigtest.Root(`
+queues:
 - name: default
+- name: sandbox
+- name: a
   queues:
-  - name: root
-    queues:
-    - name: default
-    - name: sandbox
-    - name: a
-      queues:
-      - name: only
-      - name: x
-    - name: b
-      queues:
-      - name: x
-`
+  - name: only
+  - name: x
+- name: b
+  queues:
+  - name: x
+`)
 
 // got is what podRequest made of a pod, in comparable form.
 type got struct {

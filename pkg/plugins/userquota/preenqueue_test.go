@@ -15,6 +15,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // statusWrites counts the status patches of pod name the plugin made.
@@ -192,16 +194,12 @@ func e0Bound(pod *v1.Pod) *v1.Pod {
 }
 
 // queueConfig: root.q runs at most 4 cpu.
-const queueConfig = `
-partitions:
+var queueConfig = queueconfigtest.Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: q
-      resources: {max: {vcore: 4}}
-`
+- name: q
+  resources: {max: {vcore: 4}}
+`)
 
 // TestStarvationKeepsRoom: a big held pod does not block smaller ones
 // while it has waited less than starvationWait; after that the room it

@@ -16,32 +16,29 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // policyConfig: root.on preempts as usual, root.off never, root.slow after
 // one second (each guaranteed 1 cpu, so their pods pass the quota check);
 // a and b share the rest of 8 cpu (guaranteed 2 each).
-const policyConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    properties: {quota.sharing: elastic}
-    queues:
-    - name: on
-      resources: {guaranteed: {vcore: 1}}
-    - name: off
-      resources: {guaranteed: {vcore: 1}}
-      properties: {preemption.policy: disabled}
-    - name: slow
-      resources: {guaranteed: {vcore: 1}}
-      properties: {preemption.delay: 1s}
-    - name: a
-      resources: {guaranteed: {vcore: 2}, max: {vcore: 8}}
-    - name: b
-      resources: {guaranteed: {vcore: 2}, max: {vcore: 8}}
-`
+var policyConfig = queueconfigtest.Root(`
+properties: {quota.sharing: elastic}
+queues:
+- name: on
+  resources: {guaranteed: {vcore: 1}}
+- name: off
+  resources: {guaranteed: {vcore: 1}}
+  properties: {preemption.policy: disabled}
+- name: slow
+  resources: {guaranteed: {vcore: 1}}
+  properties: {preemption.delay: 1s}
+- name: a
+  resources: {guaranteed: {vcore: 2}, max: {vcore: 8}}
+- name: b
+  resources: {guaranteed: {vcore: 2}, max: {vcore: 8}}
+`)
 
 // TestPostFilterEligibility: which pods may preempt at all, and what the
 // pod's status says when it may not.

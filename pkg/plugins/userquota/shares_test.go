@@ -10,27 +10,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
 // elasticConfig shares the cluster between root.a and root.b, each
 // guaranteed 2 cpu; sue may use 1 cpu in root.a.
-const elasticConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    properties: {quota.sharing: elastic}
-    queues:
-    - name: a
-      resources: {guaranteed: {vcore: 2}, max: {vcore: 10}}
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 1}
-    - name: b
-      resources: {guaranteed: {vcore: 2}, max: {vcore: 10}}
-`
+var elasticConfig = queueconfigtest.Root(`
+properties: {quota.sharing: elastic}
+queues:
+- name: a
+  resources: {guaranteed: {vcore: 2}, max: {vcore: 10}}
+  limits:
+  - limit: sue
+    users: [sue]
+    maxresources: {vcore: 1}
+- name: b
+  resources: {guaranteed: {vcore: 2}, max: {vcore: 10}}
+`)
 
 func readyNode(name, cpuQty string) *v1.Node {
 	return &v1.Node{

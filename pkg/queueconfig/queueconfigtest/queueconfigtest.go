@@ -4,6 +4,7 @@
 package queueconfigtest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -12,25 +13,35 @@ import (
 // Sandbox is a small config: sue may use 2 cpu and 4Gi in root.sandbox,
 // group dev 3 cpu; the queue itself 4 cpu, 8Gi and 3 applications;
 // root.default has no limits.
-const Sandbox = `
-partitions:
+var Sandbox = Root(`
+queues:
 - name: default
-  queues:
-  - name: root
-    queues:
-    - name: default
-    - name: sandbox
-      maxapplications: 3
-      resources:
-        max: {vcore: 4, memory: 8Gi}
-      limits:
-      - limit: sue
-        users: [sue]
-        maxresources: {vcore: 2, memory: 4Gi}
-      - limit: dev
-        groups: [dev]
-        maxresources: {vcore: 3}
-`
+- name: sandbox
+  maxapplications: 3
+  resources:
+    max: {vcore: 4, memory: 8Gi}
+  limits:
+  - limit: sue
+    users: [sue]
+    maxresources: {vcore: 2, memory: 4Gi}
+  - limit: dev
+    groups: [dev]
+    maxresources: {vcore: 3}
+`)
+
+// Root is a config of one partition, default, whose root queue is body:
+// root's keys (queues, limits, properties...) written from column 0.
+func Root(body string) string {
+	var b strings.Builder
+	b.WriteString("partitions:\n- name: default\n  queues:\n  - name: root\n")
+	for _, line := range strings.Split(strings.TrimPrefix(body, "\n"), "\n") {
+		if line != "" {
+			b.WriteString("    " + line)
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // MustParse parses a whole config or fails the test with every problem.
 func MustParse(t testing.TB, yaml string) *queueconfig.Config {

@@ -8,31 +8,27 @@ import (
 )
 
 func TestPolicyFor(t *testing.T) {
-	cfg := queueconfigtest.MustParse(t, `
-partitions:
-- name: default
+	cfg := queueconfigtest.MustParse(t, queueconfigtest.Root(`
+properties: {preemption.delay: 30s}
+queues:
+- name: off
+  properties: {preemption.policy: disabled}
   queues:
-  - name: root
-    properties: {preemption.delay: 30s}
-    queues:
-    - name: off
-      properties: {preemption.policy: disabled}
-      queues:
-      - name: inherits
-      - name: overrides
-        properties: {preemption.policy: default, preemption.delay: 0s}
-    - name: tenants
-      properties: {preemption.policy: fence, preemption.delay: 10s}
-      queues:
-      - name: t1
-        properties: {preemption.policy: fence}
-      - name: t2
-      - name: dyn
-        parent: true
-        childtemplate:
-          properties: {preemption.policy: disabled, preemption.delay: 1m}
-    - name: plain
-`).Partition("default")
+  - name: inherits
+  - name: overrides
+    properties: {preemption.policy: default, preemption.delay: 0s}
+- name: tenants
+  properties: {preemption.policy: fence, preemption.delay: 10s}
+  queues:
+  - name: t1
+    properties: {preemption.policy: fence}
+  - name: t2
+  - name: dyn
+    parent: true
+    childtemplate:
+      properties: {preemption.policy: disabled, preemption.delay: 1m}
+- name: plain
+`)).Partition("default")
 	for _, tc := range []struct {
 		leaf string
 		want Policy
