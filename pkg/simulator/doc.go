@@ -47,9 +47,10 @@
 // # Elastic quotas and holding
 //
 // The ops {"op":"capacity","resources":{...}}, {"op":"shares"} and
-// {"op":"wait","duration":"3m"}, an allocate line's "priority", and
-// Options.Requeue and Options.Starvation (simulate --requeue
-// --starvation D) are specified in docs/simulator.md. In short:
+// {"op":"time","advance":"3m"} (the contract's name; {"op":"wait",
+// "duration":"3m"} is the same op under its older name), an allocate
+// line's "priority", and Options.Requeue and Options.Starvation (simulate
+// --requeue --starvation D) are specified in docs/simulator.md. In short:
 //
 //   - The capacity starts unbounded; a capacity line replaces it (parsed as
 //     allocate parses resources, but no pods: 1 is added; {} makes it
@@ -60,9 +61,10 @@
 //     pod being decided counted as its queue's demand, and for a shares
 //     line. They bind only elastic queues, so other configs decide as
 //     before.
-//   - A wait line moves the simulated clock on (it starts at 00:00:00)
-//     and prints {"wait":"3m0s"}; nothing else moves it. The gang
-//     timeouts it passes fire after its line.
+//   - A time line moves the simulated clock on (it starts at 00:00:00)
+//     and prints {"advance":"3m0s"}; a wait line does the same and
+//     prints {"wait":"3m0s"}; nothing else moves it. The gang timeouts
+//     they pass fire after their line.
 //   - Under Options.Requeue a refused pod is held in a hold.Book, as the
 //     scheduler's PreEnqueue holds it (and is demand unless its last
 //     refusal was a user or group limit). A release of a live pod lets in
@@ -83,8 +85,8 @@
 //
 // # Gangs
 //
-// The op {"op":"gang","gang":"g1","min":{"cpu":"8","pods":"4"},"style":"Hard","timeout":"60s"}
-// ("app" and "namespace" optional) declares a gang, and an allocate line's
+// The op {"op":"gang","gang":"g1","app":"a1","min":{"cpu":"8"},"style":"Hard","timeout":"60s"}
+// ("app", "namespace", "style" and "timeout" optional) declares a gang, and an allocate line's
 // "gang":"g1" makes its pod one of the gang's; docs/simulator.md, "Gangs",
 // specifies them. They are decided as the scheduler plugin decides a
 // YuniKorn task-group gang (docs/design.md, "Gangs"), through the same ugm
@@ -92,8 +94,9 @@
 //
 //   - A gang is one application (its "app", default its id), and an
 //     application has one gang. "min" is its whole minimum; its "pods"
-//     entry, required, is how many pods it is for. Style Soft and timeout
-//     15m (gang.DefaultTimeout) by default. A gang is declared before its
+//     entry, optional, is how many pods it is for (as the plugin's
+//     minimum counts them); without it the minimum counts no pods. Style
+//     Soft and timeout 15m (gang.DefaultTimeout) by default. A gang is declared before its
 //     pods; a declaration that differs from the first is a line error.
 //   - The gang's first pod reserves the whole minimum (ugm.ReserveGang)
 //     and draws on it (ugm.DrawGang), printing {"gang":"g1","reserved":true}
@@ -104,11 +107,12 @@
 //     Options.Requeue the pod is held by the limit the minimum met and let
 //     in again as other held pods; a reservation lets the gang's held pods
 //     in to draw.
-//   - Wait lines fire timeouts on the simulated clock: what is left is
-//     released ({"gang":"g1","timedout":true}); a Hard gang whose minimum's
-//     pods did not all draw fails, its pods refused with a
-//     *gang.FailedError until all are gone; otherwise its pods are ordinary
-//     pods from then on.
+//   - Time (and wait) lines fire timeouts on the simulated clock: what is
+//     left is released ({"gang":"g1","timedout":true}); a Hard gang short
+//     of its minimum fails, its pods refused with a *gang.FailedError
+//     until all are gone; otherwise its pods are ordinary pods from then
+//     on. Short: some of the minimum's pods drew nothing, or, for a
+//     minimum that counts no pods, the reservation still held anything.
 //   - The release of a reserved gang's last pod releases its reservation
 //     ({"gang":"g1","released":true}); an applied config drops every
 //     reservation, as the plugin's config change does.
