@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
@@ -207,8 +208,8 @@ func TestMaxApplications(t *testing.T) {
 	info := `{"user":"ben"}`
 	tmpl := v1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      map[string]string{"app": "web", "userquota.io/queue": "root.batch"},
-			Annotations: map[string]string{"userquota.io/user-info": info},
+			Labels:      map[string]string{"app": "web", podmeta.LabelQueue: "root.batch"},
+			Annotations: map[string]string{podmeta.AnnotationUserInfo: info},
 		},
 		Spec: v1.PodSpec{SchedulerName: schedulerName, Containers: []v1.Container{{
 			Name: "c", Image: "registry.invalid/none:0",
@@ -227,7 +228,7 @@ func TestMaxApplications(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobTmpl := *tmpl.DeepCopy()
-	jobTmpl.Labels = map[string]string{"userquota.io/queue": "root.batch"}
+	jobTmpl.Labels = map[string]string{podmeta.LabelQueue: "root.batch"}
 	jobTmpl.Spec.RestartPolicy = v1.RestartPolicyNever
 	jb := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "crunch"},

@@ -135,7 +135,7 @@ func TestWebhookIdentity(t *testing.T) {
 	}
 	t.Logf("forgery refused: %v", err)
 	// bob cannot rewrite sue's pod either.
-	patch := []byte(`{"metadata":{"annotations":{"userquota.io/user-info":"{\"user\":\"bob\",\"groups\":[]}"}}}`)
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, podmeta.AnnotationUserInfo, `{"user":"bob","groups":[]}`))
 	if _, err := bob.CoreV1().Pods(c.ns).Patch(c.ctx, "sue-1", types.MergePatchType, patch, metav1.PatchOptions{}); err == nil || !strings.Contains(err.Error(), "cannot be changed") {
 		t.Fatalf("bob changing sue's pod: err = %v, want refused", err)
 	}

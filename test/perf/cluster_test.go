@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/test/internal/controlplane"
 	"github.com/userquota/userquota/test/internal/controlplane/apiserver"
 )
@@ -231,11 +232,11 @@ func (w workload) pod(i int) *v1.Pod {
 			Name:      fmt.Sprintf("pod-%06d", i),
 			Namespace: podNamespace,
 			Labels: map[string]string{
-				"userquota.io/queue":  "root." + w.queue(u),
-				"userquota.io/app-id": fmt.Sprintf("%s-app-%d", w.user(u), (i/w.users)%2),
+				podmeta.LabelQueue: "root." + w.queue(u),
+				podmeta.LabelAppID: fmt.Sprintf("%s-app-%d", w.user(u), (i/w.users)%2),
 			},
 			Annotations: map[string]string{
-				"userquota.io/user-info": fmt.Sprintf(`{"user":%q,"groups":[%q]}`, w.user(u), w.group(u)),
+				podmeta.AnnotationUserInfo: podmeta.UserInfo{User: w.user(u), Groups: []string{w.group(u)}}.String(),
 			},
 		},
 		Spec: v1.PodSpec{

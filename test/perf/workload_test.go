@@ -1,10 +1,10 @@
 package perf
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -73,11 +73,8 @@ func TestWorkload(t *testing.T) {
 // redone from the pod's metadata).
 func requestOf(t *testing.T, w workload, i int) ugm.Request {
 	pod := w.pod(i)
-	var ui struct {
-		User   string   `json:"user"`
-		Groups []string `json:"groups"`
-	}
-	if err := json.Unmarshal([]byte(pod.Annotations["userquota.io/user-info"]), &ui); err != nil {
+	ui, err := podmeta.ParseUserInfo(podmeta.AnnotationUserInfo, pod.Annotations[podmeta.AnnotationUserInfo])
+	if err != nil {
 		t.Fatal(err)
 	}
 	v, err := resources.FromResourceList(pod.Spec.Containers[0].Resources.Requests)
@@ -86,8 +83,8 @@ func requestOf(t *testing.T, w workload, i int) ugm.Request {
 	}
 	v.Set(resources.Intern(resources.Pods), 1)
 	return ugm.Request{
-		User: ui.User, Groups: ui.Groups, Queue: pod.Labels["userquota.io/queue"],
-		App:       ugm.AppKey{Namespace: pod.Namespace, ID: pod.Labels["userquota.io/app-id"]},
+		User: ui.User, Groups: ui.Groups, Queue: pod.Labels[podmeta.LabelQueue],
+		App:       ugm.AppKey{Namespace: pod.Namespace, ID: pod.Labels[podmeta.LabelAppID]},
 		Resources: v,
 	}
 }
