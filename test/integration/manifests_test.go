@@ -68,6 +68,9 @@ const rbacAPIServer = "--authorization-mode=RBAC"
 // those the scheduler tolerates (its /metrics authentication config).
 func TestManifests(t *testing.T) {
 	c := newCluster(t, 2, rbacAPIServer)
+	// The PodGroup API served: the scheduler watches PodGroups, under the
+	// manifests' RBAC.
+	c.installPodGroupCRD()
 	m := c.installManifests()
 
 	// The generated ConfigMap holds the production config: leader election
@@ -276,7 +279,7 @@ func (c *cluster) installManifests() *installed {
 			m.schedulerConfig = data[schedulerConfigFn]
 		}
 	}
-	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 2,
+	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 1, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 2,
 		"ConfigMap": 2, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
 		"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1} {
 		if kinds[kind] != n {
@@ -295,6 +298,8 @@ func (c *cluster) installManifests() *installed {
 		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: c.ns},
 		// system:volume-scheduler
 		authorizationv1.ResourceAttributes{Verb: "list", Group: "storage.k8s.io", Resource: "storageclasses"},
+		// our ClusterRole on PodGroups
+		authorizationv1.ResourceAttributes{Verb: "watch", Group: "scheduling.x-k8s.io", Resource: "podgroups"},
 		// our Role
 		authorizationv1.ResourceAttributes{Verb: "watch", Group: "coordination.k8s.io", Resource: "leases", Namespace: systemNamespace, Name: leaseName},
 		// extension-apiserver-authentication-reader
