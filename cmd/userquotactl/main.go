@@ -51,7 +51,7 @@ Flags for simulate:
                     as the scheduler does after release, config and capacity
                     lines, in its order (docs/simulator.md)
   --starvation D    with --requeue: a held pod waiting longer than D (on the
-                    clock of wait lines) keeps the room it needs; 0 turns it
+                    clock of time lines) keeps the room it needs; 0 turns it
                     off (default 2m0s, the scheduler's starvationWait)
 
 Flags for usage:

@@ -219,7 +219,7 @@ func (s *sim) apply(n int, data []byte) (any, *freed) {
 	default:
 		// It does not name the time op yet: testdata/traces/bad-lines
 		// pins the wording.
-		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity, shares, wait or gang)", l.Op)}, nil
+		return lineError{Line: n, Error: fmt.Sprintf("unknown op %q (want allocate, release, config, capacity, shares, time, wait or gang)", l.Op)}, nil
 	}
 }
 

@@ -48,8 +48,8 @@ func TestRunLines(t *testing.T) {
 		name:  "blank lines print nothing but count",
 		trace: "\n  \n" + `{"op":"nope"}` + "\n\t\r\n" + `{"op":"nope"}`,
 		want: []string{
-			`{"line":3,"error":"unknown op \"nope\" (want allocate, release, config, capacity, shares, wait or gang)"}`,
-			`{"line":5,"error":"unknown op \"nope\" (want allocate, release, config, capacity, shares, wait or gang)"}`,
+			`{"line":3,"error":"unknown op \"nope\" (want allocate, release, config, capacity, shares, time, wait or gang)"}`,
+			`{"line":5,"error":"unknown op \"nope\" (want allocate, release, config, capacity, shares, time, wait or gang)"}`,
 		},
 	}, {
 		name:  "CRLF, a byte order mark and no final newline",
