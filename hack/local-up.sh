@@ -13,6 +13,10 @@
 #   SCHEDULER_CONFIG=PATH    KubeSchedulerConfiguration (default manifests/scheduler-config.yaml)
 #   SCHEDULER_ARGS="..."     extra scheduler flags
 #   MANIFESTS_DIR=PATH       applied after the nodes are up (default manifests/local)
+#   GANG_APIS=1              serve the gang objects (docs/gangs.md): the Workload
+#                            API (scheduling.k8s.io/v1alpha1, GenericWorkload and
+#                            GangScheduling gates) and scheduler-plugins' PodGroup
+#                            CRD; 0 leaves them off
 #   LOCAL_DIR, LOG_DIR       state and log folders (default _output/local, _output/logs)
 set -euo pipefail
 
@@ -28,6 +32,12 @@ NODE_MEMORY="${NODE_MEMORY:-32Gi}"
 NODE_PODS="${NODE_PODS:-110}"
 SCHEDULER_BIN="${SCHEDULER_BIN:-$ROOT/bin/userquota-scheduler}"
 SCHEDULER_CONFIG="${SCHEDULER_CONFIG:-$ROOT/manifests/scheduler-config.yaml}"
+GANG_APIS="${GANG_APIS:-1}"
+gang_apiserver_flags=() gang_scheduler_flags=()
+if [[ "$GANG_APIS" == 1 ]]; then
+  gang_apiserver_flags=(--runtime-config scheduling.k8s.io/v1alpha1=true --feature-gates GenericWorkload=true)
+  gang_scheduler_flags=(--feature-gates GenericWorkload=true,GangScheduling=true)
+fi
 SCHEDULER_NAME="userquota-scheduler"
 MANIFESTS_DIR="${MANIFESTS_DIR:-$ROOT/manifests/local}"
 SERVICE_CIDR="10.96.0.0/24"   # ClusterIPs only: nothing routes them here
@@ -250,7 +260,8 @@ start kube-apiserver "$OUT_BIN/kube-apiserver" \
   --service-account-signing-key-file "$PKI/sa.key" \
   --service-cluster-ip-range "$SERVICE_CIDR" \
   --endpoint-reconciler-type none \
-  --profiling=false
+  --profiling=false \
+  "${gang_apiserver_flags[@]}"
 wait_for "kube-apiserver /readyz" k get --raw /readyz
 log "kube-apiserver ready in $(since "$t")s: https://127.0.0.1:$APISERVER_PORT"
 
@@ -322,6 +333,13 @@ wait_for "$LOCAL_NODES nodes Ready without taints (kwok, node-lifecycle-controll
 log "kube-controller-manager and kwok ready in $(since "$t")s"
 
 # ----------------------------------------------------------- manifests --
+if [[ "$GANG_APIS" == 1 ]]; then
+  # scheduler-plugins' PodGroup CRD, from the module the scheduler pins.
+  crd="$(go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
+  log "PodGroup CRD and the Workload API (GANG_APIS=1)"
+  k apply -f "$crd"
+  wait_for "the PodGroup API served" k get --raw /apis/scheduling.x-k8s.io/v1alpha1
+fi
 rel_manifests="${MANIFESTS_DIR#"$ROOT"/}"
 if [[ -d "$MANIFESTS_DIR" ]]; then
   if [[ -f "$MANIFESTS_DIR/kustomization.yaml" ]]; then
@@ -399,6 +417,7 @@ if [[ "$have_scheduler" == 1 ]]; then
     --config "$SCHED_CFG" \
     --leader-elect=false \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" \
+    "${gang_scheduler_flags[@]}" \
     ${SCHEDULER_ARGS:-}
   wait_for "scheduler /healthz" curl -skf --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz"
   log "scheduler ready in $(since "$t")s (config from $sched_cfg_from)"

@@ -46,4 +46,10 @@ expect '^sue +scheduled 2, held 1'
 expect '^alice +scheduled 2, held 1'
 expect '^bob +scheduled 1, held 1'
 expect 'user "sue" would exceed maxresources in root: cpu 4\+2 > 5'
+# GANG_APIS=1 (the default): the API server serves PodGroups and Workloads,
+# and the scheduler watches both.
+for api in PodGroup Workload; do
+  grep -q "\"$api gangs\".*served=true" "$LOG_DIR/scheduler.log" ||
+    die "the scheduler does not watch ${api}s (see ${LOG_DIR#"$ROOT"/}/scheduler.log)"
+done
 log "local cluster smoke test passed"
