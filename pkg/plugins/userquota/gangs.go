@@ -246,3 +246,10 @@ func (b *gangBook) gone(uid types.UID) (string, bool) {
 	b.tidy(key, e)
 	return key, last
 }
+
+// size is how many gangs and pods the book keeps.
+func (b *gangBook) size() (gangs, pods int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.byKey), len(b.of)
+}

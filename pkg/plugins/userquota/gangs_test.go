@@ -308,9 +308,7 @@ func TestGangDeletedWhole(t *testing.T) {
 	if _, ok := e.pl.ugm.GangHeld("TaskGroups ns1/d"); ok {
 		t.Error("the reservation outlived its gang's pods")
 	}
-	e.pl.gangs.mu.Lock()
-	defer e.pl.gangs.mu.Unlock()
-	if len(e.pl.gangs.byKey) != 0 || len(e.pl.gangs.of) != 0 {
-		t.Errorf("the gang book kept %d gangs, %d pods", len(e.pl.gangs.byKey), len(e.pl.gangs.of))
+	if gangs, pods := e.pl.gangs.size(); gangs != 0 || pods != 0 {
+		t.Errorf("the gang book kept %d gangs, %d pods", gangs, pods)
 	}
 }
