@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/userquota/userquota/pkg/gang"
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -137,13 +138,8 @@ func touched(released *ugm.Request) []block {
 	if len(released.Groups) > 0 {
 		out = append(out, block{'g', "*"})
 	}
-	for p := released.Queue; p != ""; {
+	for p := released.Queue; p != ""; p = queueconfig.ParentPath(p) {
 		out = append(out, block{'q', p})
-		i := strings.LastIndexByte(p, '.')
-		if i < 0 {
-			break
-		}
-		p = p[:i]
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -91,13 +92,8 @@ func onPath(leaf, path string) bool {
 
 // paths calls fn with every queue path from leaf up to root.
 func paths(leaf string, fn func(string)) {
-	for p := leaf; p != ""; {
+	for p := leaf; p != ""; p = queueconfig.ParentPath(p) {
 		fn(p)
-		i := strings.LastIndexByte(p, '.')
-		if i < 0 {
-			break
-		}
-		p = p[:i]
 	}
 }
 
