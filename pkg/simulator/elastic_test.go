@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,19 +76,24 @@ func checkLines(t *testing.T, got, want []string) {
 	}
 }
 
-// pendingOf returns the snapshot's pending list; nil when it has none.
-func pendingOf(t *testing.T, snapshot string) []string {
+// checkPending compares the pending list of the snapshot, got's last line,
+// with want: nil for a snapshot without one, empty for one where nothing
+// is held.
+func checkPending(t *testing.T, got, want []string) {
 	t.Helper()
 	var s struct {
 		Pending *[]string `json:"pending"`
 	}
-	if err := json.Unmarshal([]byte(snapshot), &s); err != nil {
+	if err := json.Unmarshal([]byte(got[len(got)-1]), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Pending == nil {
-		return nil
+	var p []string
+	if s.Pending != nil {
+		p = *s.Pending
 	}
-	return *s.Pending
+	if (p == nil) != (want == nil) || !slices.Equal(p, want) {
+		t.Errorf("snapshot pending = %#v, want %#v", p, want)
+	}
 }
 
 // TestRequeueLetsInInOrder: one application per pod, all of one age
@@ -115,9 +121,7 @@ func TestRequeueLetsInInOrder(t *testing.T) {
 		`{"pod":"p1","released":true}`,
 		`{"pod":"p3","allowed":true}`,
 	})
-	if p := pendingOf(t, got[len(got)-1]); p == nil || len(p) != 0 {
-		t.Errorf(`snapshot pending = %v, want []`, p)
-	}
+	checkPending(t, got, []string{})
 }
 
 // TestRequeuePlacementWaitsForConfig: a pod held because it has no queue
@@ -206,9 +210,7 @@ func TestRequeueUserRefusedIsNoDemand(t *testing.T) {
 			`{"queue":"root.b","guaranteed":{"example.com/units":50},"max":{"example.com/units":200},"demand":{"example.com/units":100,"pods":1},"runtime":{"example.com/units":50,"pods":1}}]}`,
 		`{"pod":"b2","allowed":false,"reason":"queue root.b is at its share: example.com/units 100+10 > 50 (guaranteed 50, nothing lent by other queues)","who":"queue","name":"root.b","queue":"root.b","limit":"share","resource":"example.com/units"}`,
 	})
-	if p := pendingOf(t, got[len(got)-1]); strings.Join(p, ",") != "s1,b2" {
-		t.Errorf("snapshot pending = %v, want [s1 b2]", p)
-	}
+	checkPending(t, got, []string{"s1", "b2"})
 }
 
 // TestSharesAskingPodIsDemand: without --requeue the pod being decided is
@@ -275,9 +277,7 @@ func TestRequeueEdgeCases(t *testing.T) {
 		`{"pod":"p2","allowed":true}`,
 		`{"pod":"p1","allowed":true}`,
 	})
-	if p := pendingOf(t, got[len(got)-1]); p == nil || len(p) != 0 {
-		t.Errorf(`snapshot pending = %v, want []`, p)
-	}
+	checkPending(t, got, []string{})
 }
 
 // TestRequeueConfigMovesDemand: after a config line a waiting pod is the

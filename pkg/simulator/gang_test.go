@@ -313,9 +313,7 @@ func TestGangDecisions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runLines(t, maxConfig, Options{Requeue: tc.requeue}, tc.lines...)
 			checkLines(t, got, tc.want)
-			if p := pendingOf(t, got[len(got)-1]); fmt.Sprint(p) != fmt.Sprint(tc.pending) || (p == nil) != (tc.pending == nil) {
-				t.Errorf("pending %v, want %v", p, tc.pending)
-			}
+			checkPending(t, got, tc.pending)
 		})
 	}
 }

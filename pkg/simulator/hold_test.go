@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -86,9 +85,7 @@ func TestStarvationOff(t *testing.T) {
 		`{"pod":"x2","released":true}`,
 		`{"pod":"s1","allowed":false,"reason":"waiting behind pod big, held since 00:00:00 (longer than the starvation wait): the room it needs is kept for it; it was held because queue root.q would exceed max: example.com/units 2+3 > 4"}`,
 	})
-	if p := pendingOf(t, on[len(on)-1]); strings.Join(p, ",") != "big,s1" {
-		t.Errorf("snapshot pending = %v, want [big s1]", p)
-	}
+	checkPending(t, on, []string{"big", "s1"})
 }
 
 // TestStarvingPodOpensTheWayBehindIt: under fair order a small pod of an
@@ -129,9 +126,7 @@ queues:
 		`{"pod":"big","allowed":true}`,
 		`{"pod":"s1","allowed":true}`,
 	})
-	if p := pendingOf(t, got[len(got)-1]); p == nil || len(p) != 0 {
-		t.Errorf(`snapshot pending = %v, want []`, p)
-	}
+	checkPending(t, got, []string{})
 }
 
 // TestShareChangeLetsIn: a release in root.a touches no limit of a pod
