@@ -151,15 +151,8 @@ func TestPreEnqueuePassesWithoutRoom(t *testing.T) {
 		t.Errorf("gated pod: %v, admitted %v; want success without room", s, e.pl.ugm.Admitted(string(gated.UID)))
 	}
 
-	// As TestPreFilterReclaimable: b borrowed; a's pod fits a's share, not
-	// root's.
-	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
-	for i, q := range []string{"root.b", "root.b", "root.b", "root.a"} {
-		e.bind(userPod("run-"+string(rune('0'+i)), "u", "", q, "2"))
-	}
-	pending := userPod("a-more", "ann", "", "root.a", "1")
-	e.create(pending)
-	e.waitFor("a's share to grow to 3", func() bool { return runtimeCPU(e.pl, "root.a") == 3000 })
+	// b borrowed; a's pod fits a's share, not root's.
+	pending := borrowed(e)
 	if s := e.preEnqueue(pending); !s.IsSuccess() || e.pl.ugm.Admitted(string(pending.UID)) {
 		t.Errorf("reclaimable pod: %v, admitted %v; want success without room", s, e.pl.ugm.Admitted(string(pending.UID)))
 	}

@@ -112,13 +112,11 @@ func TestPostFilterEligibility(t *testing.T) {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// TestPreFilterReclaimable: a pod that fits its queue's share but not its
-// parent's, because another queue borrowed, is refused as Unschedulable
-// (not Unresolvable) with what it needs in the cycle state, so that the
-// PostFilter may take the room back; a pod over its own queue's share is
-// refused as before.
-func TestPreFilterReclaimable(t *testing.T) {
-	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+// borrowed sets the scene of a reclaim under policyConfig on one node of
+// 8 cpu: b runs 6 cpu (it borrowed), a 2, and a's pending pod of 1 cpu,
+// returned, fits a's share (grown to 3 by its demand) but not root's.
+func borrowed(e *env) *v1.Pod {
+	e.t.Helper()
 	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
 	for i, q := range []string{"root.b", "root.b", "root.b", "root.a"} {
 		e.bind(userPod("run-"+string(rune('0'+i)), "u", "", q, "2"))
@@ -127,6 +125,17 @@ func TestPreFilterReclaimable(t *testing.T) {
 	e.create(pending)
 	// 8 cpu: a 2 (guaranteed) + 1 (its demand), b 2 + 3; b holds 6.
 	e.waitFor("a's share to grow to 3", func() bool { return runtimeCPU(e.pl, "root.a") == 3000 })
+	return pending
+}
+
+// TestPreFilterReclaimable: a pod that fits its queue's share but not its
+// parent's, because another queue borrowed, is refused as Unschedulable
+// (not Unresolvable) with what it needs in the cycle state, so that the
+// PostFilter may take the room back; a pod over its own queue's share is
+// refused as before.
+func TestPreFilterReclaimable(t *testing.T) {
+	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	pending := borrowed(e)
 	state, s := e.preFilter(pending)
 	want := statusOf{fwk.Unschedulable, "queue root is at its share: cpu 8+1 > 8 (guaranteed 8, nothing lent by other queues)"}
 	if got := summary(s); got != want {
