@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // admitConfig: sue may use 2 cpu in root.a; root.a runs 2 applications at
@@ -103,8 +101,7 @@ func TestAdmissions(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New()
-			m.SetConfig(queueconfigtest.MustPartition(t, admitConfig))
+			m := withConfig(t, admitConfig)
 			runOps(t, m, tc.ops)
 		})
 	}
@@ -161,8 +158,7 @@ func withCreate(r *Request) *Request { r.Create = true; return r }
 // TestAdmissionsAreNotUsage: room held shows nowhere as usage, and a user
 // with admissions only is no tracked user.
 func TestAdmissionsAreNotUsage(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, admitConfig))
+	m := withConfig(t, admitConfig)
 	if err := m.Admit("p1", req("sue", []string{"dev"}, "root.a", "app", res(t, "cpu", "1"))); err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +181,7 @@ func TestAdmissionsAreNotUsage(t *testing.T) {
 // several goroutines (run with -race); afterwards nothing is held and
 // nothing is used.
 func TestAdmissionsConcurrent(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, admitConfig))
+	m := withConfig(t, admitConfig)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
@@ -221,8 +216,7 @@ func TestAdmissionsConcurrent(t *testing.T) {
 
 // TestUnadmitAll: a config change drops every admission; the usage stays.
 func TestUnadmitAll(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, admitConfig))
+	m := withConfig(t, admitConfig)
 	for i := 0; i < 2; i++ {
 		if err := m.Admit(fmt.Sprint("p", i), req("sue", nil, "root.a", "app", res(t, "cpu", "1"))); err != nil {
 			t.Fatal(err)

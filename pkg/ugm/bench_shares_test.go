@@ -66,8 +66,7 @@ func BenchmarkComputeShares(b *testing.B) {
 			pending[fmt.Sprintf("root.p%d.l%d", p, l)] = v
 		}
 	}
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(b, y.String()))
+	m := withConfig(b, y.String())
 	capacity := resources.NewLimit(map[string]int64{"cpu": 2_000_000, "memory": 1 << 42, "pods": 110_000, "ephemeral-storage": 1 << 45})
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -87,8 +86,7 @@ func newBenchSetup(b *testing.B, users, depth, nres int) *benchSetup {
 // newBenchRequests builds the manager and the requests without charging.
 func newBenchRequests(b *testing.B, users, depth, nres int) *benchSetup {
 	b.Helper()
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(b, benchConfig(depth, nres)))
+	m := withConfig(b, benchConfig(depth, nres))
 	var v resources.Vector
 	for _, n := range benchResourceNames(nres) {
 		v.Set(resources.Intern(n), 1)

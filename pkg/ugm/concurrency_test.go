@@ -4,15 +4,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // Many goroutines increase and decrease the same users and groups, while
 // others check and snapshot; totals must be exact at the end.
 func TestConcurrentIncreaseDecrease(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
+	m := withConfig(t, limitsConfig)
 	const workers, rounds = 8, 300
 	one := res(t, "cpu", "1m", "pods", "1")
 	var wg sync.WaitGroup

@@ -61,8 +61,7 @@ func itoa(n uint64) string {
 }
 
 func TestDynamicQueues(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, dynamicConfig))
+	m := withConfig(t, dynamicConfig)
 	base := queuePaths(m)
 	one := res(t, "cpu", "1", "pods", "1")
 	mk := func(user, queue, app string) *Request {
@@ -167,8 +166,7 @@ func TestDynamicQueues(t *testing.T) {
 }
 
 func TestDynamicQueuesReload(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, dynamicConfig))
+	m := withConfig(t, dynamicConfig)
 	one := res(t, "cpu", "1", "pods", "1")
 	mk := func(user, queue, app string) *Request {
 		r := req(user, nil, queue, app, one)
@@ -221,8 +219,7 @@ func TestDynamicQueuesReload(t *testing.T) {
 }
 
 func TestForceIncreaseDynamic(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, dynamicConfig))
+	m := withConfig(t, dynamicConfig)
 	one := res(t, "cpu", "5", "pods", "1")
 	// Forced past the template's max: a running pod is never refused.
 	r := req("sue", nil, "root.team-a", "a1", one)

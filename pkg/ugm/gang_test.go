@@ -126,8 +126,7 @@ func TestGangs(t *testing.T) {
 		}, held: map[string]string{"sue-1": "holds cpu=2,pods=2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New()
-			m.SetConfig(queueconfigtest.MustPartition(t, gangConfig))
+			m := withConfig(t, gangConfig)
 			runOps(t, m, tc.ops)
 			for key, want := range tc.held {
 				v, ok := m.GangHeld(key)
@@ -147,8 +146,7 @@ func TestGangs(t *testing.T) {
 // from several goroutines (run with -race); afterwards nothing is held,
 // no admission or application is left and nothing runs.
 func TestGangsConcurrent(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, gangConfig))
+	m := withConfig(t, gangConfig)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)

@@ -3,8 +3,18 @@ package ugm
 import (
 	"testing"
 
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
+
+// withConfig is a new Manager enforcing the default partition of the
+// config yaml.
+func withConfig(t testing.TB, yaml string) *Manager {
+	t.Helper()
+	m := New()
+	m.SetConfig(queueconfigtest.MustPartition(t, yaml))
+	return m
+}
 
 // res builds a request vector from quantity strings, e.g. res("cpu", "1", "memory", "1Gi").
 func res(t testing.TB, kv ...string) resources.Vector {

@@ -206,8 +206,7 @@ func TestEnforcement(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New()
-			m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
+			m := withConfig(t, limitsConfig)
 			run(t, m, tc.steps(t))
 		})
 	}
@@ -260,8 +259,7 @@ queues:
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New()
-			m.SetConfig(queueconfigtest.MustPartition(t, cfg))
+			m := withConfig(t, cfg)
 			r := req("u", tc.groups, tc.queue, "app", res(t, "cpu", "1"))
 			if err := m.Increase(r); err != nil {
 				t.Fatal(err)
@@ -300,8 +298,7 @@ queues:
 }
 
 func TestConfigReloadKeepsUsage(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
+	m := withConfig(t, limitsConfig)
 	leaf := "root.a.leaf"
 	for _, app := range []string{"s1", "s2"} {
 		if err := m.Increase(req("sue", nil, leaf, app, res(t, "cpu", "2"))); err != nil {
@@ -339,8 +336,7 @@ func TestConfigReloadKeepsUsage(t *testing.T) {
 }
 
 func TestQueueRemovedFromConfig(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
+	m := withConfig(t, limitsConfig)
 	r := req("bob", nil, "root.a.open", "b1", res(t, "cpu", "1"))
 	if err := m.Increase(r); err != nil {
 		t.Fatal(err)
@@ -394,8 +390,7 @@ func TestNoConfigTracksEverything(t *testing.T) {
 }
 
 func TestForceIncreaseIgnoresLimits(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
+	m := withConfig(t, limitsConfig)
 	r := req("bob", nil, "root.a.leaf", "b1", res(t, "cpu", "50"))
 	if err := m.ForceIncrease(r); err != nil {
 		t.Fatal(err)
@@ -409,8 +404,7 @@ func TestForceIncreaseIgnoresLimits(t *testing.T) {
 }
 
 func TestResize(t *testing.T) {
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, limitsConfig))
+	m := withConfig(t, limitsConfig)
 	r := req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "2"))
 	if err := m.Increase(r); err != nil {
 		t.Fatal(err)

@@ -37,8 +37,7 @@ func TestNonPreemptibleOnlyWithinGuaranteed(t *testing.T) {
 	cpu := func(s string) resources.Vector { return res(t, "cpu", s) }
 	capacity := resources.NewLimit(map[string]int64{"cpu": 20000})
 	setup := func(t *testing.T) *Manager {
-		m := New()
-		m.SetConfig(queueconfigtest.MustPartition(t, npConfig))
+		m := withConfig(t, npConfig)
 		// a's demand is high, so its runtime share is well above its
 		// guaranteed: only the non-preemptible rule can refuse below it.
 		m.SetShares(m.ComputeShares(map[string]resources.Vector{

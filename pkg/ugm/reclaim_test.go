@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 )
 
@@ -15,8 +14,7 @@ import (
 // or by any other limit, stays a refusal.
 func TestCheckReclaim(t *testing.T) {
 	cpu := func(s string) resources.Vector { return res(t, "cpu", s) }
-	m := New()
-	m.SetConfig(queueconfigtest.MustPartition(t, elasticConfig))
+	m := withConfig(t, elasticConfig)
 	for _, r := range []*Request{req("bob", nil, "root.shared.b", "b1", cpu("10")), req("ann", nil, "root.shared.a", "a1", cpu("4"))} {
 		if err := m.Increase(r); err != nil {
 			t.Fatal(err)

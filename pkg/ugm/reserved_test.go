@@ -109,8 +109,7 @@ func TestReservedInSnapshots(t *testing.T) {
 				tc.config = queueconfigtest.Sandbox
 				tc.users, tc.groups, tc.queues = sandbox(tc.ann)
 			}
-			m := New()
-			m.SetConfig(queueconfigtest.MustPartition(t, tc.config))
+			m := withConfig(t, tc.config)
 			runOps(t, m, tc.ops)
 
 			users := map[string][]string{}

@@ -32,8 +32,7 @@ func TestShareCheck(t *testing.T) {
 	cpu := func(s string) resources.Vector { return res(t, "cpu", s) }
 	capacity := resources.NewLimit(map[string]int64{"cpu": 20000})
 	setup := func(t *testing.T, pending map[string]resources.Vector) *Manager {
-		m := New()
-		m.SetConfig(queueconfigtest.MustPartition(t, elasticConfig))
+		m := withConfig(t, elasticConfig)
 		if err := m.Increase(req("bob", nil, "root.shared.b", "b1", cpu("6"))); err != nil {
 			t.Fatal(err)
 		}
