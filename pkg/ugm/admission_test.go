@@ -3,7 +3,6 @@ package ugm
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -182,30 +181,24 @@ func TestAdmissionsAreNotUsage(t *testing.T) {
 // nothing is used.
 func TestAdmissionsConcurrent(t *testing.T) {
 	m := withConfig(t, admitConfig)
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 200; i++ {
-				key := fmt.Sprintf("g%d-%d", g, i)
-				r := req(fmt.Sprintf("u%d", g), nil, "root.a", fmt.Sprintf("app%d", i%2), res(t, "cpu", "100m"))
-				if m.Admit(key, r) != nil {
-					continue
-				}
-				if i%3 == 0 {
-					m.Unadmit(key)
-					continue
-				}
-				if m.Commit(key, r) == nil {
-					if err := m.Decrease(r); err != nil {
-						t.Error(err)
-					}
+	parallel(4, func(g int) {
+		for i := 0; i < 200; i++ {
+			key := fmt.Sprintf("g%d-%d", g, i)
+			r := req(fmt.Sprintf("u%d", g), nil, "root.a", fmt.Sprintf("app%d", i%2), res(t, "cpu", "100m"))
+			if m.Admit(key, r) != nil {
+				continue
+			}
+			if i%3 == 0 {
+				m.Unadmit(key)
+				continue
+			}
+			if m.Commit(key, r) == nil {
+				if err := m.Decrease(r); err != nil {
+					t.Error(err)
 				}
 			}
-		}(g)
-	}
-	wg.Wait()
+		}
+	})
 	if !m.adm.none() || len(m.adm.queues) != 0 || len(m.adm.apps) != 0 {
 		t.Errorf("room left behind: %d admissions, %d queues, %d apps", len(m.adm.byKey), len(m.adm.queues), len(m.adm.apps))
 	}

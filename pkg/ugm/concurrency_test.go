@@ -2,7 +2,6 @@ package ugm
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 )
 
@@ -12,38 +11,32 @@ func TestConcurrentIncreaseDecrease(t *testing.T) {
 	m := withConfig(t, limitsConfig)
 	const workers, rounds = 8, 300
 	one := res(t, "cpu", "1m", "pods", "1")
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			user := fmt.Sprintf("u%d", w%3)
-			groups := []string{"development"}
-			for i := 0; i < rounds; i++ {
-				// Each worker's application keeps one pod running, so
-				// trackers are created and removed as others come and go.
-				r := req(user, groups, "root.default", fmt.Sprintf("w%d-%d", w, i%4), one)
-				if err := m.Increase(r); err != nil {
-					t.Error(err)
-					return
-				}
-				_ = m.Check(req(user, groups, "root.a.leaf", "probe", one))
-				if i%50 == 0 {
-					_ = m.Users()
-					_ = m.Groups()
-				}
-				if err := m.Decrease(r); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-			// Leave exactly one allocation per worker.
-			if err := m.Increase(req(user, groups, "root.default", fmt.Sprintf("left%d", w), one)); err != nil {
+	parallel(workers, func(w int) {
+		user := fmt.Sprintf("u%d", w%3)
+		groups := []string{"development"}
+		for i := 0; i < rounds; i++ {
+			// Each worker's application keeps one pod running, so
+			// trackers are created and removed as others come and go.
+			r := req(user, groups, "root.default", fmt.Sprintf("w%d-%d", w, i%4), one)
+			if err := m.Increase(r); err != nil {
 				t.Error(err)
+				return
 			}
-		}(w)
-	}
-	wg.Wait()
+			_ = m.Check(req(user, groups, "root.a.leaf", "probe", one))
+			if i%50 == 0 {
+				_ = m.Users()
+				_ = m.Groups()
+			}
+			if err := m.Decrease(r); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		// Leave exactly one allocation per worker.
+		if err := m.Increase(req(user, groups, "root.default", fmt.Sprintf("left%d", w), one)); err != nil {
+			t.Error(err)
+		}
+	})
 	q := m.Queues()
 	if got := q.ResourceUsage.Get(0); got != workers {
 		t.Fatalf("root cpu = %dm, want %dm", got, workers)

@@ -2,7 +2,6 @@ package ugm
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -147,43 +146,37 @@ func TestGangs(t *testing.T) {
 // no admission or application is left and nothing runs.
 func TestGangsConcurrent(t *testing.T) {
 	m := withConfig(t, gangConfig)
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			user := fmt.Sprintf("u%d", g)
-			for i := 0; i < 100; i++ {
-				key := fmt.Sprintf("%s-%d", user, i)
-				app := fmt.Sprintf("app%d-%d", g, i)
-				if m.ReserveGang(key, req(user, nil, "root.g", app, res(t, "cpu", "4", "pods", "4"))) != nil {
+	parallel(4, func(g int) {
+		user := fmt.Sprintf("u%d", g)
+		for i := 0; i < 100; i++ {
+			key := fmt.Sprintf("%s-%d", user, i)
+			app := fmt.Sprintf("app%d-%d", g, i)
+			if m.ReserveGang(key, req(user, nil, "root.g", app, res(t, "cpu", "4", "pods", "4"))) != nil {
+				continue
+			}
+			var ran []*Request
+			for p := 0; p < 5; p++ {
+				r := req(user, nil, "root.g", app, res(t, "cpu", "1", "pods", "1"))
+				pk := fmt.Sprintf("%s/%d", key, p)
+				if _, err := m.DrawGang(key, pk, r); err != nil {
 					continue
 				}
-				var ran []*Request
-				for p := 0; p < 5; p++ {
-					r := req(user, nil, "root.g", app, res(t, "cpu", "1", "pods", "1"))
-					pk := fmt.Sprintf("%s/%d", key, p)
-					if _, err := m.DrawGang(key, pk, r); err != nil {
-						continue
-					}
-					if p%2 == 0 {
-						m.Unadmit(pk)
-						continue
-					}
-					if m.Commit(pk, r) == nil {
-						ran = append(ran, r)
-					}
+				if p%2 == 0 {
+					m.Unadmit(pk)
+					continue
 				}
-				m.ReleaseGang(key)
-				for _, r := range ran {
-					if err := m.Decrease(r); err != nil {
-						t.Error(err)
-					}
+				if m.Commit(pk, r) == nil {
+					ran = append(ran, r)
 				}
 			}
-		}(g)
-	}
-	wg.Wait()
+			m.ReleaseGang(key)
+			for _, r := range ran {
+				if err := m.Decrease(r); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	})
 	if !m.adm.none() || len(m.adm.queues) != 0 || len(m.adm.users) != 0 || len(m.adm.apps) != 0 {
 		t.Errorf("room left behind: %d admissions, %d gangs, %d queues, %d apps", len(m.adm.byKey), len(m.adm.gangs), len(m.adm.queues), len(m.adm.apps))
 	}

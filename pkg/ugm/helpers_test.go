@@ -1,6 +1,7 @@
 package ugm
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -14,6 +15,19 @@ func withConfig(t testing.TB, yaml string) *Manager {
 	m := New()
 	m.SetConfig(queueconfigtest.MustPartition(t, yaml))
 	return m
+}
+
+// parallel runs fn(0) to fn(n-1) on n goroutines and waits for them all.
+func parallel(n int, fn func(g int)) {
+	var wg sync.WaitGroup
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(g)
+		}()
+	}
+	wg.Wait()
 }
 
 // res builds a request vector from quantity strings, e.g. res("cpu", "1", "memory", "1Gi").
