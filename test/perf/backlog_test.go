@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
@@ -280,23 +278,12 @@ func (c *cluster) runBacklog(t *testing.T, w workload, pc perfCase, n, held, run
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	counter := newBacklogCounter(admitted, reason)
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(podNamespace))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.watchPods(ctx, t, cache.ResourceEventHandlerFuncs{
 		AddFunc:    counter.onChange,
 		UpdateFunc: func(_, obj interface{}) { counter.onChange(obj) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("pod informer did not sync")
-	}
+	})
 
-	dir := filepath.Join(t.TempDir(), fmt.Sprintf("backlog%d-%s", run, pc.name))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := runDir(t, fmt.Sprintf("backlog%d-%s", run, pc.name))
 	var args map[string]any
 	if pc.profile == withQuota && *statusQPS > 0 {
 		args = map[string]any{"statusQPS": *statusQPS, "statusBurst": *statusQPS}

@@ -3,6 +3,8 @@ package perf
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/podmeta"
@@ -40,6 +44,31 @@ type cluster struct {
 	config     *rest.Config
 	kubeconfig string
 	token      string
+}
+
+// watchPods runs an informer of podNamespace's pods with handler until
+// ctx ends, and waits until it has listed them.
+func (c *cluster) watchPods(ctx context.Context, t *testing.T, handler cache.ResourceEventHandlerFuncs) {
+	t.Helper()
+	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(podNamespace))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("pod informer did not sync")
+	}
+}
+
+// runDir is a new directory for one run's scheduler log, named name.
+func runDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // newCluster starts an API server storing under prefix, creates the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,10 +83,7 @@ func (c *cluster) recoverOnce(t *testing.T, w workload, p profile, run, n int) *
 	if _, err := pods.Create(c.ctx, probe, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), fmt.Sprintf("recovery%d-%s", run, p))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := runDir(t, fmt.Sprintf("recovery%d-%s", run, p))
 	s := c.startScheduler(p, dir)
 	r := &recoveryResult{Profile: string(p), Run: run, Pods: n}
 	err := wait.PollUntilContextTimeout(c.ctx, 20*time.Millisecond, *runTimeout, true, func(ctx context.Context) (bool, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -331,23 +329,12 @@ func (c *cluster) runCase(t *testing.T, w workload, pc perfCase, run, order int)
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	counter := &podCounter{refused: map[types.UID]bool{}, total: n, done: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(podNamespace))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.watchPods(ctx, t, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { counter.onChange(nil, obj) },
 		UpdateFunc: counter.onChange,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("pod informer did not sync")
-	}
+	})
 
-	dir := filepath.Join(t.TempDir(), fmt.Sprintf("run%d-%s", run, pc.name))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := runDir(t, fmt.Sprintf("run%d-%s", run, pc.name))
 	s := c.startScheduler(pc.profile, dir)
 	profile := filepath.Join("pprof", fmt.Sprintf("run%d-%s.pb.gz", run, pc.name))
 	ticks, final, waitProfile := sampleRun(ctx, t, s, fmt.Sprintf("run %d %s", run, pc.name), profile, n, counter.done, func() (int, int) {
