@@ -438,28 +438,9 @@ func (r *runResult) analyze(ticks []tick, final tick) {
 		start = len(ticks)
 		ticks = append(ticks, final)
 	}
-	last, lastDec := ticks[start], ticks[start]
-	skipped, skippedDec := 0, 0
-	for _, tk := range ticks[start+1:] {
-		if d := tk.bound - last.bound; d > 0 {
-			rate := float64(d) / tk.at.Sub(last.at).Seconds()
-			for i := 0; i <= skipped; i++ {
-				r.Samples = append(r.Samples, rate)
-			}
-			last, skipped = tk, 0
-		} else {
-			skipped++
-		}
-		if d := tk.bound + tk.refused - lastDec.bound - lastDec.refused; d > 0 {
-			rate := float64(d) / tk.at.Sub(lastDec.at).Seconds()
-			for i := 0; i <= skippedDec; i++ {
-				r.Decisions = append(r.Decisions, rate)
-			}
-			lastDec, skippedDec = tk, 0
-		} else {
-			skippedDec++
-		}
-	}
+	var last tick
+	r.Samples, last = foldedRates(ticks[start:], func(tk tick) int { return tk.bound })
+	r.Decisions, _ = foldedRates(ticks[start:], func(tk tick) int { return tk.bound + tk.refused })
 	r.Window = last.at.Sub(ticks[start].at).Seconds()
 	st := stats(r.Samples)
 	r.Avg, r.P50, r.P90, r.P99 = st.mean, st.perc(50), st.perc(90), st.perc(99)
@@ -470,6 +451,25 @@ func (r *runResult) analyze(ticks []tick, final tick) {
 		r.SchedCPUPer1000 = (final.schedCPU - from.schedCPU) / decided * 1000
 		r.SelfCPUPer1000 = (final.selfCPU - from.selfCPU) / decided * 1000
 	}
+}
+
+// foldedRates is the per-second rates of count from ticks[0] on: a tick
+// where count did not grow is folded into the next that it did, whose rate
+// is recorded once for each. last is the last tick where count grew.
+func foldedRates(ticks []tick, count func(tick) int) (rates []float64, last tick) {
+	last, skipped := ticks[0], 0
+	for _, tk := range ticks[1:] {
+		if d := count(tk) - count(last); d > 0 {
+			rate := float64(d) / tk.at.Sub(last.at).Seconds()
+			for i := 0; i <= skipped; i++ {
+				rates = append(rates, rate)
+			}
+			last, skipped = tk, 0
+		} else {
+			skipped++
+		}
+	}
+	return rates, last
 }
 
 func extractMetrics(m metricSet) runMetrics {
