@@ -515,11 +515,8 @@ func profileTops(rs []*backlogResult) string {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	for _, r := range rs {
-		if r.Profile == "" || *outDir == "" {
-			continue
-		}
-		path := filepath.Join(*outDir, r.Profile)
-		if _, err := os.Stat(path); err != nil {
+		path, ok := saved(r.Profile)
+		if !ok {
 			continue
 		}
 		if b.Len() == 0 {
@@ -540,11 +537,8 @@ func profileTops(rs []*backlogResult) string {
 		b.WriteString("```\n")
 	}
 	for _, r := range rs {
-		if r.HeapProfile == "" || *outDir == "" {
-			continue
-		}
-		path := filepath.Join(*outDir, r.HeapProfile)
-		if _, err := os.Stat(path); err != nil {
+		path, ok := saved(r.HeapProfile)
+		if !ok {
 			continue
 		}
 		fmt.Fprintf(&b, "\n### run %d %s, heap in use when the writes settled (%s)\n\n`go tool pprof -top -sample_index=inuse_space -nodecount=15 PROFILE`\n\n```\n", r.Run, r.Case, r.HeapProfile)
@@ -556,6 +550,18 @@ func profileTops(rs []*backlogResult) string {
 		b.WriteString("```\n")
 	}
 	return b.String()
+}
+
+// saved is the path of a run's file name under -out, when there is one.
+func saved(name string) (string, bool) {
+	if name == "" || *outDir == "" {
+		return "", false
+	}
+	path := filepath.Join(*outDir, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", false
+	}
+	return path, true
 }
 
 // runOrder lists a run's cases in the order they ran.
