@@ -68,25 +68,6 @@ func chromium() string {
 	return ""
 }
 
-// repoRoot is the folder holding go.mod, above the test's folder.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
-}
-
 // TestPageInChromium loads the usage page, served with real usage (a ugm
 // Manager charged through the ledger), in headless Chromium: it checks the
 // bars of the DOM Chromium built and writes a screenshot to
@@ -113,7 +94,7 @@ func TestPageInChromium(t *testing.T) {
 		Shares: func() *shares.Table { return m.Shares() }}))
 	defer srv.Close()
 
-	shots := filepath.Join(repoRoot(t), "_output", "screenshots")
+	shots := filepath.Join(queueconfigtest.RepoRoot(t), "_output", "screenshots")
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +169,5 @@ func TestPageInChromium(t *testing.T) {
 	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
 		t.Errorf("%s is not a PNG of a page (%d bytes)", shot, len(png))
 	}
-	t.Logf("screenshot: %s", strings.TrimPrefix(shot, repoRoot(t)+"/"))
+	t.Logf("screenshot: %s", strings.TrimPrefix(shot, queueconfigtest.RepoRoot(t)+"/"))
 }

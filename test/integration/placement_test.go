@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -10,31 +9,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// stockConfig is YuniKorn's stock queue config (the corpus file 19: the
-// placement rule `tag namespace, create: true` and root submitacl '*') with
-// a wildcard user limit of 2 cpu added on root.
-func stockConfig(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile("../../pkg/queueconfig/testdata/yunikorn-configs/19-default-helm-values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimRight(string(data), "\n") + `
-      limits:
-        - limit: everyone
-          users: ["*"]
-          maxresources: {vcore: 2}
-`
-}
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
+)
 
 // TestStockConfigDynamicQueues: with YuniKorn's stock config, pods in two
 // namespaces land in two queues created on first use, the wildcard user
 // limit on root binds across both, and the queues go once their pods have.
 func TestStockConfigDynamicQueues(t *testing.T) {
 	c := newCluster(t, 1)
-	c.setQueueConfig(stockConfig(t))
+	c.setQueueConfig(queueconfigtest.StockWithUserLimit(t))
 	rs := c.startScheduler()
 	for _, ns := range []string{"team-a", "team-b"} {
 		c.createNamespace(ns)

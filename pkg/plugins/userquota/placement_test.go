@@ -1,7 +1,6 @@
 package userquota
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -11,24 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
-
-// stockConfig is YuniKorn's stock config (the corpus file 19: tag
-// namespace with create, root submitacl '*') with a wildcard user limit of
-// 2 cpu on root added.
-func stockConfig(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile("../../queueconfig/testdata/yunikorn-configs/19-default-helm-values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimRight(string(data), "\n") + `
-      limits:
-        - limit: everyone
-          users: ["*"]
-          maxresources: {vcore: 2}
-`
-}
 
 // nsPod is a pod of user in namespace ns asking for cpu, naming no queue.
 func nsPod(name, ns, user, cpuQty string) *v1.Pod {
@@ -46,7 +29,7 @@ func queuesOf(pl *Plugin) []string {
 }
 
 func TestStockConfigPlacesByNamespace(t *testing.T) {
-	e := newEnv(t, envOptions{config: stockConfig(t)})
+	e := newEnv(t, envOptions{config: queueconfigtest.StockWithUserLimit(t)})
 	a, b := nsPod("a", "team-a", "sue", "1"), nsPod("b", "team-b", "sue", "1")
 	for _, p := range []*v1.Pod{a, b} {
 		e.mustSchedule(p)

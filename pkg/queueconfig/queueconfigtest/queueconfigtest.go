@@ -1,9 +1,12 @@
 // Package queueconfigtest builds queue configs for tests: every package
 // that tests against a config parses it the same way, failing the test
-// with the parser's problems.
+// with the parser's problems. RepoRoot finds the repository's files (the
+// compatibility corpus among them) from any test's folder.
 package queueconfigtest
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,6 +44,42 @@ func Root(body string) string {
 		b.WriteString("\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// StockWithUserLimit is YuniKorn's stock config (the compatibility
+// corpus's file 19: the placement rule tag namespace with create, root
+// submitacl '*') with a wildcard user limit of 2 cpu added on root.
+func StockWithUserLimit(t testing.TB) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(t), "pkg", "queueconfig", "testdata", "yunikorn-configs", "19-default-helm-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimRight(string(data), "\n") + `
+      limits:
+        - limit: everyone
+          users: ["*"]
+          maxresources: {vcore: 2}
+`
+}
+
+// RepoRoot is the folder holding go.mod, above the test's folder.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
 }
 
 // MustParse parses a whole config or fails the test with every problem.
