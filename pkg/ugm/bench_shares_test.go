@@ -35,14 +35,7 @@ func BenchmarkCheckShares(b *testing.B) {
 			}
 			mode := map[bool]string{false: "off", true: "on"}[on]
 			b.Run(fmt.Sprintf("users=%d/depth=4/res=4/shares=%s", users, mode), func(b *testing.B) {
-				o := order(users, false)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if err := s.m.Check(&s.reqs[o[i&(len(o)-1)]]); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchCheck(b, s, order(users, false))
 			})
 		}
 	}
