@@ -70,6 +70,25 @@ const (
 	Hard Style = "Hard"
 )
 
+// Phase is where a gang stands (docs/design.md, "Gangs"): the scheduler
+// plugin's and the simulator's one model.
+type Phase int
+
+const (
+	// Waiting: no reservation; its pods are held until its whole minimum
+	// fits.
+	Waiting Phase = iota
+	// Reserved: its minimum is reserved (ugm.ReserveGang); its pods draw
+	// on it until the timeout.
+	Reserved
+	// Settled: the reservation was used or timed out Soft; its pods are
+	// ordinary pods.
+	Settled
+	// Failed: the reservation timed out Hard before its minimum was
+	// drawn; its pods not admitted stay held.
+	Failed
+)
+
 // DefaultTimeout is how long a reservation waits for its members when the
 // form names no timeout: YuniKorn's placeholder timeout, 15 minutes. The
 // Workload API has no timeout field; its gangs get this one too.

@@ -23,20 +23,6 @@ import (
 // clock of time (and wait) lines, what is left is released
 // (ugm.ReleaseGang), and a Hard gang short of its minimum fails.
 
-// gangPhase is where a gang stands, the plugin's gang phases
-// (pkg/plugins/userquota/gangs.go): waiting for its minimum to fit,
-// reserved until its timeout, settled (its pods are ordinary pods), or
-// failed (timed out Hard short of its minimum; its pods are refused until
-// all are gone).
-type gangPhase int
-
-const (
-	gangWaiting gangPhase = iota
-	gangReserved
-	gangSettled
-	gangFailed
-)
-
 // podsID is the pods resource: a minimum's pods are its members, and a
 // reservation with pods left at its timeout is short of its minimum (for
 // a minimum that counts no pods, one with anything left; simGang.short).
@@ -56,7 +42,7 @@ type simGang struct {
 	key string
 	min gang.Min
 
-	phase gangPhase
+	phase gang.Phase
 	// deadline is a reserved gang's timeout; seq is the order gangs were
 	// reserved in, which orders timeouts at one instant.
 	deadline time.Time
@@ -226,17 +212,17 @@ func (s *sim) admitMember(p *pendingPod, req *ugm.Request) error {
 		return err
 	}
 	switch g.phase {
-	case gangSettled:
+	case gang.Settled:
 		return s.ledger.Allocate(p.name, *req)
-	case gangFailed:
+	case gang.Failed:
 		return &gang.FailedError{Gang: g.id, Timeout: g.min.Timeout}
-	case gangReserved:
+	case gang.Reserved:
 		err := s.draw(g, p.name, req)
 		if !errors.Is(err, ugm.ErrNoGang) {
 			return err
 		}
 		// A config line dropped the reservation: reserve again.
-		g.phase = gangWaiting
+		g.phase = gang.Waiting
 	}
 	return s.reserveGang(g, p.name, req)
 }
@@ -253,17 +239,17 @@ func (s *sim) reserveGang(g *simGang, pod string, req *ugm.Request) error {
 	switch err := s.ledger.Manager().ReserveGang(g.key, &whole); {
 	case err == nil:
 		s.gangs.seq++
-		g.phase, g.deadline, g.seq, g.shown = gangReserved, s.now.Add(g.min.Timeout), s.gangs.seq, false
+		g.phase, g.deadline, g.seq, g.shown = gang.Reserved, s.now.Add(g.min.Timeout), s.gangs.seq, false
 		s.emit(gangReserve{Gang: g.name, Reserved: true})
 		s.gangs.opened = append(s.gangs.opened, g)
 	case errors.Is(err, ugm.ErrGangReserved):
 		// Reserved already (the plugin's race of two pods): draw.
 	case errors.Is(err, ugm.ErrGangRuns):
-		g.phase = gangSettled
+		g.phase = gang.Settled
 		s.gangs.opened = append(s.gangs.opened, g)
 		return s.ledger.Allocate(pod, *req)
 	default:
-		held := &gang.HeldError{Gang: g.id, Min: g.min, Err: err, Never: neverFits(err, g.min)}
+		held := &gang.HeldError{Gang: g.id, Min: g.min, Err: err, Never: ugm.NeverFits(err, g.min.Resources)}
 		if !g.shown {
 			g.shown = true
 			s.emit(gangReserve{Gang: g.name, Reserved: false, Reason: held.Error(), Never: held.Never})
@@ -288,16 +274,6 @@ func (s *sim) draw(g *simGang, pod string, req *ugm.Request) error {
 	return nil
 }
 
-// neverFits reports whether a refusal of min says it can never fit: a
-// resource maximum below the minimum's own amount (the plugin's test).
-func neverFits(err error, min gang.Min) bool {
-	var r *ugm.Refusal
-	if !errors.As(err, &r) || r.Limit != ugm.LimitResources {
-		return false
-	}
-	return min.Resources.Get(resources.Intern(r.Resource)) > r.Max
-}
-
 // join records p as a pod of its gang (admitted or held).
 func (s *sim) join(p *pendingPod) {
 	if p.gang != nil {
@@ -316,7 +292,7 @@ func (s *sim) leave(pod string) *simGang {
 	}
 	delete(s.gangs.of, pod)
 	delete(g.pods, pod)
-	if len(g.pods) == 0 && g.phase == gangReserved {
+	if len(g.pods) == 0 && g.phase == gang.Reserved {
 		return g
 	}
 	g.tidy()
@@ -327,8 +303,8 @@ func (s *sim) leave(pod string) *simGang {
 // reserved (its timeout or its last pod's release ends it): the plugin
 // forgets such a gang, and its next pod starts it anew.
 func (g *simGang) tidy() {
-	if len(g.pods) == 0 && g.phase != gangReserved {
-		g.phase, g.shown = gangWaiting, false
+	if len(g.pods) == 0 && g.phase != gang.Reserved {
+		g.phase, g.shown = gang.Waiting, false
 	}
 }
 
@@ -336,11 +312,11 @@ func (g *simGang) tidy() {
 // as the plugin's gangPodGone: what it held is released, printed as
 // {"gang":...,"released":true}, and let in to others.
 func (s *sim) gangGone(g *simGang) {
-	if g.phase != gangReserved || len(g.pods) > 0 {
+	if g.phase != gang.Reserved || len(g.pods) > 0 {
 		return
 	}
 	before := s.sharesBeforeRelease()
-	g.phase = gangSettled
+	g.phase = gang.Settled
 	g.tidy()
 	rel, ok := s.ledger.Manager().ReleaseGang(g.key)
 	if !ok || rel.Resources.IsZero() {
@@ -359,7 +335,7 @@ func (s *sim) advance(until time.Time) {
 	for {
 		var next *simGang
 		for _, g := range s.gangs.byName {
-			if g.phase != gangReserved || g.deadline.After(until) {
+			if g.phase != gang.Reserved || g.deadline.After(until) {
 				continue
 			}
 			if next == nil || g.deadline.Before(next.deadline) || g.deadline.Equal(next.deadline) && g.seq < next.seq {
@@ -385,10 +361,10 @@ func (s *sim) timeout(g *simGang) {
 	before := s.sharesBeforeRelease()
 	rel, ok := s.ledger.Manager().ReleaseGang(g.key)
 	short := ok && g.short(rel.Resources)
-	g.phase = gangSettled
+	g.phase = gang.Settled
 	var failed *gang.FailedError
 	if short && g.min.Style == gang.Hard {
-		g.phase = gangFailed
+		g.phase = gang.Failed
 		failed = &gang.FailedError{Gang: g.id, Timeout: g.min.Timeout}
 	}
 	if ok {

@@ -1,6 +1,7 @@
 package ugm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/userquota/userquota/pkg/resources"
@@ -45,6 +46,17 @@ type Refusal struct {
 	// Admitted is the part of Usage held by pods let into the scheduling
 	// queue and not running yet (admissions).
 	Admitted int64
+}
+
+// NeverFits reports whether err refuses the request v by a resource max
+// below v's own amount: v can never fit there, whatever is released (a
+// gang's minimum then says "can never run" instead of waiting).
+func NeverFits(err error, v resources.Vector) bool {
+	var r *Refusal
+	if !errors.As(err, &r) || r.Limit != LimitResources {
+		return false
+	}
+	return v.Get(resources.Intern(r.Resource)) > r.Max
 }
 
 // Error reads well in `kubectl describe pod`, e.g.

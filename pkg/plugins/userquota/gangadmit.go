@@ -66,14 +66,14 @@ func (pl *Plugin) admitMember(pod *v1.Pod, m *gang.Member, gerr error, d ugm.Dec
 	uid := pod.UID
 	phase, min := pl.gangs.note(m, uid)
 	switch phase {
-	case gangSettled:
+	case gang.Settled:
 		if d.Err != nil {
 			return req, d.Err
 		}
 		return req, pl.ugm.Admit(string(uid), req)
-	case gangFailed:
+	case gang.Failed:
 		return req, &gang.FailedError{Gang: m.ID, Timeout: min.Timeout}
-	case gangReserved:
+	case gang.Reserved:
 		_, err := pl.ugm.DrawGang(m.ID.String(), string(uid), req)
 		if !errors.Is(err, ugm.ErrNoGang) {
 			pl.gangs.holding(m.ID, uid, err != nil)
@@ -116,7 +116,7 @@ func (pl *Plugin) reserveGang(uid types.UID, m *gang.Member, min *gang.Min, req 
 		if pl.gangs.waits(m.ID) {
 			metrics.RecordGang(metrics.GangHeld)
 		}
-		return req, &gang.HeldError{Gang: m.ID, Min: *min, Err: err, Never: neverFits(err, *min)}
+		return req, &gang.HeldError{Gang: m.ID, Min: *min, Err: err, Never: ugm.NeverFits(err, min.Resources)}
 	}
 	_, err := pl.ugm.DrawGang(key, string(uid), req)
 	pl.gangs.holding(m.ID, uid, err != nil)
@@ -168,16 +168,6 @@ func (pl *Plugin) gangTimeout(key string) {
 			}
 		}
 	}
-}
-
-// neverFits reports whether a refusal of min says it can never fit: a
-// resource maximum below the minimum's own amount.
-func neverFits(err error, min gang.Min) bool {
-	r, ok := asRefusal(err)
-	if !ok || r.Limit != ugm.LimitResources {
-		return false
-	}
-	return min.Resources.Get(resources.Intern(r.Resource)) > r.Max
 }
 
 // gangPodGone ends the reservation of a reserved gang whose last pod was

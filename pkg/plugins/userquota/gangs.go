@@ -10,24 +10,6 @@ import (
 	"github.com/userquota/userquota/pkg/gang"
 )
 
-// gangPhase is where a gang stands (docs/gangs.md).
-type gangPhase int
-
-const (
-	// gangWaiting: no reservation; its pods are held until its whole
-	// minimum fits.
-	gangWaiting gangPhase = iota
-	// gangReserved: its minimum is reserved (ugm.ReserveGang); its pods
-	// draw on it until the timeout.
-	gangReserved
-	// gangSettled: the reservation was used or timed out Soft; its pods
-	// are ordinary pods.
-	gangSettled
-	// gangFailed: the reservation timed out Hard before its minimum was
-	// drawn; its pods not admitted stay held.
-	gangFailed
-)
-
 // gangBook is the plugin's book of gangs: each gang's minimum as its pods
 // or objects define it, its phase and timeout, and its pods held waiting
 // for it (let in together when it reserves). Its lock guards the book
@@ -44,7 +26,7 @@ type gangBook struct {
 type gangEntry struct {
 	id    gang.ID
 	min   *gang.Min
-	phase gangPhase
+	phase gang.Phase
 	timer clock.Timer
 	// pods are the gang's pods seen and not deleted; held those of them
 	// held waiting for it.
@@ -61,11 +43,11 @@ func newGangBook(c clock.WithDelayedExecution) *gangBook {
 // note records the pod uid as member's (and the gang's minimum: the
 // first one its pods define, or its object's as read now while it waits)
 // and returns the gang's phase and minimum.
-func (b *gangBook) note(m *gang.Member, uid types.UID) (gangPhase, *gang.Min) {
+func (b *gangBook) note(m *gang.Member, uid types.UID) (gang.Phase, *gang.Min) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(m.ID)
-	fromObject := m.ID.Form != gang.FormTaskGroups && e.phase == gangWaiting
+	fromObject := m.ID.Form != gang.FormTaskGroups && e.phase == gang.Waiting
 	if m.Min != nil && (e.min == nil || fromObject) {
 		min := *m.Min
 		e.min = &min
@@ -91,7 +73,7 @@ func (b *gangBook) reserved(id gang.ID, timeout time.Duration, fire func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(id)
-	e.phase, e.waitCounted = gangReserved, false
+	e.phase, e.waitCounted = gang.Reserved, false
 	if e.timer != nil {
 		e.timer.Stop()
 	}
@@ -104,8 +86,8 @@ func (b *gangBook) lost(id gang.ID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entry(id)
-	if e.phase == gangReserved {
-		e.phase = gangWaiting
+	if e.phase == gang.Reserved {
+		e.phase = gang.Waiting
 		if e.timer != nil {
 			e.timer.Stop()
 			e.timer = nil
@@ -139,7 +121,7 @@ func (b *gangBook) reset(key string) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	e.phase, e.timer, e.min, e.waitCounted = gangWaiting, nil, nil, false
+	e.phase, e.timer, e.min, e.waitCounted = gang.Waiting, nil, nil, false
 	b.tidy(key, e)
 }
 
@@ -156,9 +138,9 @@ func (b *gangBook) end(key string, short bool) (held []types.UID, failed *gang.F
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	e.phase, e.timer = gangSettled, nil
+	e.phase, e.timer = gang.Settled, nil
 	if short && e.min != nil && e.min.Style == gang.Hard {
-		e.phase = gangFailed
+		e.phase = gang.Failed
 		failed = &gang.FailedError{Gang: e.id, Timeout: e.min.Timeout}
 	}
 	held = e.heldPods()
@@ -170,7 +152,7 @@ func (b *gangBook) end(key string, short bool) (held []types.UID, failed *gang.F
 // its last pod's deletion ends it): the book holds no more gangs than
 // live pods.
 func (b *gangBook) tidy(key string, e *gangEntry) {
-	if len(e.pods) == 0 && e.phase != gangReserved {
+	if len(e.pods) == 0 && e.phase != gang.Reserved {
 		delete(b.byKey, key)
 	}
 }
@@ -242,7 +224,7 @@ func (b *gangBook) gone(uid types.UID) (string, bool) {
 	}
 	delete(e.pods, uid)
 	delete(e.held, uid)
-	last := len(e.pods) == 0 && e.phase == gangReserved
+	last := len(e.pods) == 0 && e.phase == gang.Reserved
 	b.tidy(key, e)
 	return key, last
 }
