@@ -26,25 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/userquota/userquota/pkg/gang"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
-
-// gangConfig is issue 19's queue: root.g runs 20 cpu at most, each user
-// 16 cpu there.
-const gangConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    submitacl: "*"
-    queues:
-    - name: default
-    - name: g
-      resources: {max: {vcore: 20}}
-      limits:
-      - limit: everyone
-        users: ["*"]
-        maxresources: {vcore: 16}
-`
 
 const gangSize = 8
 
@@ -220,7 +203,7 @@ func TestGangsRunWhole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ignore := tc.ignore
 			c := gangCluster(t, tc.form)
-			c.setQueueConfig(gangConfig)
+			c.setQueueConfig(queueconfigtest.Gangs)
 			if ignore {
 				c.startSchedulerWith(map[string]any{"ignoreGangs": true})
 			} else {

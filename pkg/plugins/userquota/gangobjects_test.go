@@ -14,6 +14,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // podGroup is a coscheduling PodGroup in ns1 of min members (and
@@ -69,7 +70,7 @@ var gangObjectCases = []gangObjectCase{
 
 // options are an env's options with these objects in the cluster.
 func (c gangObjectCase) options(objs ...runtime.Object) envOptions {
-	o := envOptions{config: gangQueueConfig, gangAPIs: true}
+	o := envOptions{config: queueconfigtest.Gangs, gangAPIs: true}
 	for _, obj := range objs {
 		if c.form == gang.FormPodGroup {
 			o.podGroups = append(o.podGroups, obj)

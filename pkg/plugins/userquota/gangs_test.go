@@ -16,6 +16,7 @@ import (
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/metrics"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // gangEvents reads userquota_gangs_total{event} (0 before the first).
@@ -39,22 +40,6 @@ func gangEvents(t *testing.T, event string) float64 {
 	}
 	return 0
 }
-
-// gangQueueConfig is issue 19's queue: root.g runs 20 cpu at most, each
-// user 16 cpu there.
-const gangQueueConfig = `
-partitions:
-- name: default
-  queues:
-  - name: root
-    queues:
-    - name: g
-      resources: {max: {vcore: 20}}
-      limits:
-      - limit: everyone
-        users: ["*"]
-        maxresources: {vcore: 16}
-`
 
 // taskGroupPods are the n pods of user's application app, 1 cpu each, in
 // one YuniKorn task group of minMember min; the first carries the task
@@ -86,7 +71,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ignoreGangs=%v", ignore), func(t *testing.T) {
 			args := &Args{IgnoreGangs: ignore}
-			e := newEnv(t, envOptions{config: gangQueueConfig, args: args})
+			e := newEnv(t, envOptions{config: queueconfigtest.Gangs, args: args})
 			a := taskGroupPods("sue", "a", 8, 8, "")
 			b := taskGroupPods("bob", "b", 8, 8, "")
 			c := taskGroupPods("sue", "c", 8, 8, "")
@@ -160,7 +145,7 @@ func TestGangAllOrNothing(t *testing.T) {
 // gang's task groups no pod defined yet, or whose annotation is
 // malformed, is held naming the annotation, and nothing is held for it.
 func TestGangHeldReasons(t *testing.T) {
-	e := newEnv(t, envOptions{config: gangQueueConfig})
+	e := newEnv(t, envOptions{config: queueconfigtest.Gangs})
 	huge := taskGroupPods("sue", "huge", 1, 24, "")[0]
 	orphan := taskGroupPods("sue", "orphan", 2, 2, "")[1]
 	bad := taskGroupPods("sue", "bad", 1, 1, "")[0]
@@ -195,7 +180,7 @@ func TestGangTimeout(t *testing.T) {
 	for _, style := range []gang.Style{gang.Soft, gang.Hard} {
 		t.Run(string(style), func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Now())
-			e := newEnv(t, envOptions{config: gangQueueConfig, clock: clk})
+			e := newEnv(t, envOptions{config: queueconfigtest.Gangs, clock: clk})
 			// 4 of 6 pods exist; the minimum is 6, reserved by the first.
 			pods := taskGroupPods("sue", "t", 4, 6, "placeholderTimeoutInSeconds=60 gangSchedulingStyle="+string(style))
 			for _, p := range pods {
@@ -248,7 +233,7 @@ func TestGangTimeout(t *testing.T) {
 // them bound) reserves only the rest of its minimum; one that runs its
 // minimum reserves nothing and its pods are ordinary pods.
 func TestGangFoundRunning(t *testing.T) {
-	e := newEnv(t, envOptions{config: gangQueueConfig})
+	e := newEnv(t, envOptions{config: queueconfigtest.Gangs})
 	pods := taskGroupPods("sue", "r", 5, 4, "")
 	for _, p := range pods[:3] {
 		e.bind(p)
@@ -285,7 +270,7 @@ func TestGangFoundRunning(t *testing.T) {
 // once (not at its timeout) and its room is let in; the book forgets the
 // gang.
 func TestGangDeletedWhole(t *testing.T) {
-	e := newEnv(t, envOptions{config: gangQueueConfig})
+	e := newEnv(t, envOptions{config: queueconfigtest.Gangs})
 	pods := taskGroupPods("sue", "d", 2, 8, "")
 	for _, p := range pods {
 		if s := e.preEnqueue(p); !s.IsSuccess() {

@@ -32,6 +32,21 @@ queues:
     maxresources: {vcore: 3}
 `)
 
+// Gangs is issue 19's queue, where gangs are proved: root.g runs 20 cpu
+// at most, each user 16 cpu there (two gangs of 8 x 1 cpu fit, a third
+// does not); root.default has no limits.
+var Gangs = Root(`
+submitacl: "*"
+queues:
+- name: default
+- name: g
+  resources: {max: {vcore: 20}}
+  limits:
+  - limit: everyone
+    users: ["*"]
+    maxresources: {vcore: 16}
+`)
+
 // Root is a config of one partition, default, whose root queue is body:
 // root's keys (queues, limits, properties...) written from column 0.
 func Root(body string) string {
