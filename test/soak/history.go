@@ -81,6 +81,7 @@ type counters struct {
 	longestFitWait                time.Duration
 	longestFitWaitPod             string
 	heldBehind                    int // pods that fitted but waited behind a starving pod
+	gangFirstBinds, gangsWhole    int // gangs whose first pod bound; that ran their whole minimum
 	historyEvents, historyResyncs int
 	lastRevision                  int64
 	deletedWhileNoScheduler       int
@@ -103,6 +104,9 @@ type history struct {
 	// ended keeps the last endedKeep pods that were released, for the
 	// timeline a drift report prints (explain).
 	ended []endedPod
+	// gangBound counts, per gang key, its pods seen bound: a gang with
+	// none waits for its whole minimum.
+	gangBound map[string]int
 }
 
 // endedPod is a released pod as the drift report shows it.
@@ -115,7 +119,7 @@ type endedPod struct {
 const endedKeep = 20000
 
 func newHistory(cfg *qconfig, onViolate func(string)) *history {
-	return &history{pods: map[string]*podRec{}, model: newUsageModel(cfg), onViolate: onViolate}
+	return &history{pods: map[string]*podRec{}, model: newUsageModel(cfg), onViolate: onViolate, gangBound: map[string]int{}}
 }
 
 // addVersion records a config version as written now.
@@ -328,6 +332,7 @@ func (h *history) apply(ev *clientv3.Event, now time.Time) {
 				h.c.boundNoScheduler++
 			}
 			h.checkBind(p, now)
+			h.gangBind(p, now)
 		}
 	case !charged && p.charged:
 		h.release(p)
@@ -439,6 +444,11 @@ func (h *history) fitsOn(p *podRec, cfgs []*qconfig, usage bool) bool {
 	if usage && h.model.conflict(p.charge) != "" {
 		return false
 	}
+	req := p.charge.res
+	if g := p.charge.gang; g != nil && (!usage || h.gangBound[g.key] == 0) {
+		// None of its gang runs: it waits for the gang's whole minimum.
+		req = g.min
+	}
 	group := h.model.groupFor(p.charge)
 	newApp := !usage || h.model.appPods[p.charge.app] == 0
 	ents := []who{{kind: "user", name: p.charge.user}}
@@ -462,11 +472,11 @@ func (h *history) fitsOn(p *podRec, cfgs []*qconfig, usage bool) bool {
 				after = n.res.clone()
 				apps = len(n.apps)
 			}
-			after.add(p.charge.res, 1)
+			after.add(req, 1)
 			if newApp {
 				apps++
 			}
-			if l.over(after, apps, p.charge.res, newApp) != "" {
+			if l.over(after, apps, req, newApp) != "" {
 				return false
 			}
 		}
@@ -580,6 +590,10 @@ func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) bool 
 // a placement error) counts for nobody.
 func limitCounts(refusal string, c podCharge) bool {
 	msg := strings.TrimPrefix(refusal, hold.MessagePrefix)
+	if strings.HasPrefix(msg, "gang ") {
+		// A waiting gang's pod: the limit its minimum waits on follows.
+		_, msg, _ = strings.Cut(msg, " fits at once: ")
+	}
 	switch {
 	case strings.HasPrefix(msg, "user \""):
 		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "user \""), "\"")

@@ -597,6 +597,7 @@ func (r *runner) apiModel(ctx context.Context) (*usageModel, error) {
 			m.charge(chargeOf(&list.Items[i]))
 		}
 	}
+	m.reserve(list.Items)
 	return m, nil
 }
 
@@ -639,7 +640,8 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 					first = entries
 				}
 				hs, _ := r.h.modelSnap()
-				hlines, hentries, _ = diff(hs, m.snap())
+				// The history keeps no reservations: usage only.
+				hlines, hentries, _ = diff(hs, withoutReserved(m.snap()))
 				if entries == 0 && hentries == 0 && len(r.h.fittingPending()) == 0 {
 					// Exact: confirm on a second read (nothing moved).
 					s2, err2 := r.usageOf(l)
@@ -750,6 +752,8 @@ type figures struct {
 	Created, Bound, Lifecycles, Succeeded, Failed int
 	DeletedBound, DeletedPending, Refused         int
 	JobsCreated, DeploymentScales, Rollouts       int64
+	GangJobsCreated                               int64
+	GangFirstBinds, GangsWhole                    int
 	StatefulSetDeletes                            int64
 	Submitted, CreateErrors, DeletesSent          int64
 	ConfigChanges                                 int
@@ -793,6 +797,7 @@ func (r *runner) finishFigures() {
 	f.DeletedBound, f.DeletedPending, f.Refused = c.deletedBound, c.deletedPending, c.refusedPods
 	f.BindChecks, f.LongestFitWaitSeconds, f.LongestFitWaitPod = c.bindChecks, c.longestFitWait.Seconds(), c.longestFitWaitPod
 	f.HeldBehind = c.heldBehind
+	f.GangFirstBinds, f.GangsWhole = c.gangFirstBinds, c.gangsWhole
 	f.HistoryEvents, f.HistoryResyncs = c.historyEvents, c.historyResyncs
 	if r.c != nil {
 		f.AuditRepairs = r.c.audits.all()
@@ -800,6 +805,7 @@ func (r *runner) finishFigures() {
 	if r.w != nil {
 		f.JobsCreated, f.DeploymentScales, f.Rollouts = r.w.jobsMade.Load(), r.w.scales.Load(), r.w.rollouts.Load()
 		f.StatefulSetDeletes = r.w.stsDeletes.Load()
+		f.GangJobsCreated = r.w.gangJobsMade.Load()
 		f.Submitted, f.CreateErrors, f.DeletesSent = r.w.submitted.Load(), r.w.createErrs.Load(), r.w.deletesSent.Load()
 	}
 	if v := r.violation.Load(); v != nil {
@@ -846,6 +852,7 @@ func (f *figures) markdown(o *options) string {
 	row("ended: Succeeded / Failed (kwok) / deleted while bound / deleted while pending", fmt.Sprintf("%d / %d / %d / %d", f.Succeeded, f.Failed, f.DeletedBound, f.DeletedPending))
 	row("Jobs created; Deployment scalings; rollouts", fmt.Sprintf("%d; %d; %d", f.JobsCreated, f.DeploymentScales, f.Rollouts))
 	row("StatefulSet pods deleted and created again under their name", fmt.Sprint(f.StatefulSetDeletes))
+	row("gang Jobs created; gangs whose first pod bound (its whole minimum checked); gangs that ran their whole minimum", fmt.Sprintf("%d; %d; %d", f.GangJobsCreated, f.GangFirstBinds, f.GangsWhole))
 	row("queue config changes", f.ConfigChanges)
 	row("SIGKILLs of the leading scheduler", f.Kills)
 	row("failovers to the other replica (time from the kill)", fmt.Sprintf("%d (%s)", f.Failovers, stats(f.FailoverSeconds)))

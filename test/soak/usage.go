@@ -29,6 +29,7 @@ type podCharge struct {
 	queue  string // full path
 	app    string // namespace/id, as the REST API shows applications
 	res    vec
+	gang   *gangDef // nil: not a gang's pod
 }
 
 // chargeOf derives a pod's charge the way docs/design.md describes it.
@@ -57,7 +58,9 @@ func chargeOf(pod *v1.Pod) podCharge {
 			break
 		}
 	}
-	c.app = pod.Namespace + "/" + appID(pod)
+	id := appID(pod)
+	c.app = pod.Namespace + "/" + id
+	c.gang = gangOf(pod, id)
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	c.res = vec{resPods: 1}
 	for name, q := range reqs {
@@ -132,6 +135,8 @@ type usageModel struct {
 	appUser  map[string]string
 	appQueue map[string]string
 	appPods  map[string]int
+	// reserved: what gang reservations hold, by snap key (reserve).
+	reserved map[string]*rnode
 }
 
 func newUsageModel(cfg *qconfig) *usageModel {
@@ -272,6 +277,9 @@ func (m *usageModel) snap() snap {
 	for q, n := range m.queues {
 		put("queue "+q, n)
 	}
+	for k, r := range m.reserved {
+		s.lines[reservedKey(k)] = reservedLine(r.res, r.gangs)
+	}
 	userGroups := map[string][]string{}
 	groupApps := map[string][]string{}
 	for app, user := range m.appUser {
@@ -310,6 +318,9 @@ func restSnap(users []ugm.UserUsage, groups []ugm.GroupUsage, queues *ugm.QueueU
 			key := prefix + n.QueuePath
 			s.lines[key] = nodeLine(res, append([]string(nil), n.RunningApplications...))
 			s.pods[key] = res[resPods]
+		}
+		if len(n.ReservedGangs) > 0 {
+			s.lines[reservedKey(prefix+n.QueuePath)] = reservedLine(vec(n.ReservedResource.Map()), n.ReservedGangs)
 		}
 		for _, c := range n.Children {
 			walk(prefix, c)

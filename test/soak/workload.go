@@ -62,14 +62,15 @@ type workload struct {
 	gate   sync.RWMutex
 	paused atomic.Bool
 
-	seq         atomic.Int64
-	submitted   atomic.Int64
-	createErrs  atomic.Int64
-	deletesSent atomic.Int64
-	jobsMade    atomic.Int64
-	scales      atomic.Int64
-	rollouts    atomic.Int64
-	stsDeletes  atomic.Int64 // StatefulSet pods deleted (created again under their name)
+	seq          atomic.Int64
+	submitted    atomic.Int64
+	createErrs   atomic.Int64
+	deletesSent  atomic.Int64
+	jobsMade     atomic.Int64
+	gangJobsMade atomic.Int64
+	scales       atomic.Int64
+	rollouts     atomic.Int64
+	stsDeletes   atomic.Int64 // StatefulSet pods deleted (created again under their name)
 
 	sentMu sync.Mutex
 	sent   map[string]time.Time // pod key -> when its delete was sent
@@ -152,6 +153,7 @@ func (w *workload) run(ctx context.Context) {
 	go w.deleter(ctx)
 	if w.o.controllers {
 		go w.jobs(ctx)
+		go w.gangJobs(ctx)
 		go w.deployments(ctx)
 		go w.statefulSets(ctx)
 	}
@@ -436,7 +438,7 @@ func (w *workload) deleteSome(ctx context.Context, fraction float64) int {
 
 // jobs keeps a few Jobs running: each a user's, 2-4 completions, pods that
 // kwok completes after 1-3 s; finished Jobs (and ones stuck for 2
-// minutes) are deleted with their pods.
+// minutes), gang Jobs too, are deleted with their pods.
 func (w *workload) jobs(ctx context.Context) {
 	w.every(ctx, 2*time.Second, func() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -458,7 +460,9 @@ func (w *workload) jobs(ctx context.Context) {
 					_ = w.c.client.BatchV1().Jobs(ns).Delete(cctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 					continue
 				}
-				active++
+				if !strings.HasPrefix(j.Name, gangPrefix) { // gangJobs keeps its own count
+					active++
+				}
 			}
 		}
 		if active >= 6 {
