@@ -58,13 +58,15 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 
 // startUp waits, off the scheduling path, until every running pod is
 // accounted (and, with elastic queues, a share table computed from whole
-// state), then lets in the pods PreEnqueue held meanwhile.
+// state), rebuilds the gang reservations (gangrebuild.go), then lets in
+// the pods PreEnqueue held meanwhile.
 func (pl *Plugin) startUp(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	if !cache.WaitForCacheSync(ctx.Done(), pl.podsSynced) {
 		return
 	}
 	pl.elastic.ensure(ctx, logger)
+	pl.rebuildGangs(logger)
 	pods := pl.held.started()
 	if len(pods) > 0 {
 		logger.V(2).Info("Running pods accounted: deciding the pods that waited", "count", len(pods))
