@@ -11,6 +11,7 @@ package hold
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -44,6 +45,9 @@ const (
 	// failed (docs/gangs.md). A gang whose minimum does not fit is held
 	// by the kind of the limit it meets.
 	KindGang Kind = "Gang"
+	// KindConfig: no valid queue config is in force and the ConfigMap's
+	// does not load: every pod waits for a valid one (fail closed).
+	KindConfig Kind = "Config"
 )
 
 // KindOf classifies why a pod is held.
@@ -53,7 +57,10 @@ func KindOf(reason error) Kind {
 	var behind *BehindError
 	var bad *gang.Error
 	var failed *gang.FailedError
+	var config *ConfigError
 	switch {
+	case errors.As(reason, &config):
+		return KindConfig
 	case errors.As(reason, &behind):
 		return KindBehind
 	case errors.As(reason, &bad), errors.As(reason, &failed):
@@ -83,6 +90,38 @@ func KindOf(reason error) Kind {
 type BehindError struct {
 	Pod *Pod
 }
+
+// ConfigError holds every pod of the scheduler while no valid queue config
+// is in force and the one in the ConfigMap does not load (invalid, or
+// without the partition the scheduler enforces): without it the pods would
+// run without limits (docs/design.md, "Config"). Only a valid config lets
+// them in.
+type ConfigError struct {
+	// Err is why the config does not load; it names the ConfigMap, the key
+	// and every problem.
+	Err error
+}
+
+// maxConfigText caps the config's problems in a ConfigError's message: it
+// is a pod's condition and the note of a Warning event (at most 1 KiB);
+// the scheduler's log and the ConfigMap's InvalidQueueConfig event have
+// the rest.
+const maxConfigText = 700
+
+func (e *ConfigError) Error() string {
+	text := strings.Join(strings.Fields(strings.ReplaceAll(e.Err.Error(), "\n", "; ")), " ")
+	if len(text) > maxConfigText {
+		cut := maxConfigText
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + " ... (more in the scheduler's log)"
+	}
+	return "no valid queue config is in force, so no pod is admitted until one is: " + text
+}
+
+// Unwrap returns the config's error.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // MessagePrefix starts the PodScheduled message of a held pod; the reason
 // it is held follows.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
 )
@@ -50,7 +52,11 @@ func (pl *Plugin) startConfigInformer(ctx context.Context) error {
 		return fmt.Errorf("could not list ConfigMap %s/%s within %s: can the scheduler get, list and watch ConfigMaps in namespace %s?",
 			pl.args.ConfigMapNamespace, pl.args.ConfigMapName, syncTimeout, pl.args.ConfigMapNamespace)
 	}
-	if pl.Config() == nil {
+	switch {
+	case pl.held.configError() != nil:
+		logger.Info("WARNING: the queue config ConfigMap does not load and no config is in force: every pod of this scheduler is held until a valid config is applied",
+			"configMap", klog.KRef(pl.args.ConfigMapNamespace, pl.args.ConfigMapName))
+	case pl.Config() == nil:
 		logger.Info("Queue config ConfigMap not found: no limits in force, usage is still tracked",
 			"configMap", klog.KRef(pl.args.ConfigMapNamespace, pl.args.ConfigMapName))
 	}
@@ -58,8 +64,11 @@ func (pl *Plugin) startConfigInformer(ctx context.Context) error {
 }
 
 // onConfigMap parses and validates a new version of the ConfigMap and puts
-// it in force in one step. An invalid version changes nothing: it is logged
-// with every error and raises a Warning event on the ConfigMap.
+// it in force in one step. An invalid version changes nothing when a valid
+// config is in force (the last good one stays); when none is, every pod
+// of this scheduler is held until a valid version comes (fail closed:
+// docs/design.md, "Config"). Either way it is logged with every error and
+// raises a Warning event on the ConfigMap.
 func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 	cm, ok := obj.(*v1.ConfigMap)
 	if !ok || cm.Name != pl.args.ConfigMapName {
@@ -67,14 +76,7 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 	}
 	cfg, err := pl.parseConfigMap(cm)
 	if err != nil {
-		logger.Error(err, "Queue config is invalid; the previous config stays in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion)
-		note := err.Error()
-		if len(note) > 900 {
-			// Events notes are capped at 1 KiB; the log has the rest.
-			note = note[:900] + "... (see the scheduler log)"
-		}
-		pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalidConfig, "LoadConfig", "%s", note)
-		metrics.RecordConfigReload(metrics.ResultInvalid)
+		pl.invalidConfig(logger, cm, err)
 		return
 	}
 	if old := pl.Config(); old != nil && old.Checksum == cfg.Checksum {
@@ -86,6 +88,9 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 		logger.Error(err, "Queue config not applied", "configMap", klog.KObj(cm))
 		return
 	}
+	// Only now, with limits in force, may pods be decided again; the
+	// held ones are let in below (onConfigChange).
+	pl.held.setConfigError(nil)
 	metrics.RecordConfigReload(metrics.ResultApplied)
 	// Room admitted under the old config goes: it would keep older pods
 	// out under a stricter one (docs/design.md, "Hold and let in").
@@ -102,21 +107,73 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 	pl.onConfigChange(logger)
 }
 
+// invalidConfig reports a version of the ConfigMap that does not load:
+// logged with every error and a Warning event on the ConfigMap. With a
+// valid config in force nothing else changes. Without one, every pod is
+// held for err (fail closed), and the pods held for an earlier invalid
+// version are told the new reason.
+func (pl *Plugin) invalidConfig(logger klog.Logger, cm *v1.ConfigMap, err error) {
+	metrics.RecordConfigReload(metrics.ResultInvalid)
+	note := err.Error()
+	if len(note) > 900 {
+		// Events notes are capped at 1 KiB; the log has the rest.
+		note = strings.ToValidUTF8(note[:900], "") + "... (see the scheduler log)"
+	}
+	pl.handle.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalidConfig, "LoadConfig", "%s", note)
+	if pl.Config() != nil {
+		logger.Error(err, "Queue config is invalid; the previous config stays in force", "configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion)
+		return
+	}
+	logger.Error(err, "Queue config is invalid and no config is in force: every pod of this scheduler is held until a valid config is applied",
+		"configMap", klog.KObj(cm), "resourceVersion", cm.ResourceVersion)
+	reason := &hold.ConfigError{Err: err}
+	old := pl.held.configError()
+	pl.held.setConfigError(reason)
+	if old == nil || old.Error() == reason.Error() {
+		return
+	}
+	for _, p := range pl.held.of(hold.KindConfig, queueOrder{pl.ugm}) {
+		if pod := pl.current(p); pod != nil {
+			pl.holdPod(pod, nil, reason, false)
+		}
+	}
+}
+
+// configMapError is why a version of the ConfigMap does not load; it
+// names the ConfigMap and the key.
+type configMapError struct {
+	namespace, name, key string
+	err                  error
+}
+
+func (e *configMapError) Error() string {
+	return fmt.Sprintf("ConfigMap %s/%s, key %q: %v", e.namespace, e.name, e.key, e.err)
+}
+
+func (e *configMapError) Unwrap() error { return e.err }
+
+// parseConfigMap loads the queue config of a version of the ConfigMap
+// with the whole validation the config webhook runs too (queueconfig.Load:
+// the config, and the partition of the plugin's args in it).
 func (pl *Plugin) parseConfigMap(cm *v1.ConfigMap) (*queueconfig.Config, error) {
+	fail := func(err error) error {
+		return &configMapError{namespace: cm.Namespace, name: cm.Name, key: pl.args.ConfigMapKey, err: err}
+	}
 	data, ok := cm.Data[pl.args.ConfigMapKey]
 	if !ok {
 		keys := make([]string, 0, len(cm.Data))
 		for k := range cm.Data {
-			keys = append(keys, k)
+			keys = append(keys, fmt.Sprintf("%q", k))
 		}
-		return nil, fmt.Errorf("ConfigMap %s/%s has no key %q (keys: %s)", cm.Namespace, cm.Name, pl.args.ConfigMapKey, strings.Join(keys, ", "))
+		sort.Strings(keys)
+		if len(keys) == 0 {
+			keys = append(keys, "none")
+		}
+		return nil, fail(fmt.Errorf("no such key (the ConfigMap has %s)", strings.Join(keys, ", ")))
 	}
-	cfg, err := queueconfig.Parse([]byte(data))
+	cfg, err := queueconfig.Load([]byte(data), pl.args.Partition)
 	if err != nil {
-		return nil, fmt.Errorf("key %q: %w", pl.args.ConfigMapKey, err)
-	}
-	if cfg.Partition(pl.args.Partition) == nil {
-		return nil, fmt.Errorf("key %q: no partition %q (the plugin's partition argument)", pl.args.ConfigMapKey, pl.args.Partition)
+		return nil, fail(err)
 	}
 	return cfg, nil
 }

@@ -152,7 +152,7 @@ func TestConfigReloadInvalid(t *testing.T) {
 				cm.Data = map[string]string{"queue.yaml": roomierConfig}
 				return cm
 			},
-			wantNote: []string{`has no key "queues.yaml"`, "queue.yaml"},
+			wantNote: []string{`key "queues.yaml": no such key (the ConfigMap has "queue.yaml")`},
 		},
 		{
 			name: "the partition is missing",
@@ -183,6 +183,14 @@ func TestConfigReloadInvalid(t *testing.T) {
 			}
 			if got := e.pl.Config().Checksum; got != checksum {
 				t.Errorf("config in force changed to %s", got)
+			}
+			// The last good config is in force: pods are decided by it,
+			// none is held for the config.
+			if err := e.pl.held.configError(); err != nil {
+				t.Errorf("pods held for the config while a valid one is in force: %v", err)
+			}
+			if s := e.pl.PreEnqueue(e.ctx, newqWaits); s.IsSuccess() || strings.Contains(s.Message(), "queue config is in force") {
+				t.Errorf("PreEnqueue(%s) = %v, want held by the last good config", newqWaits.Name, s)
 			}
 			for _, p := range []*v1.Pod{sueWaits, newqWaits} {
 				if _, s := e.preFilter(p); s.Code() != fwk.UnschedulableAndUnresolvable {
@@ -314,5 +322,146 @@ func TestDecisionDuringReloadSeesOneConfig(t *testing.T) {
 	close(stop)
 	if n := <-flipped; n < 10 {
 		t.Fatalf("only %d reloads happened during the decisions: the test proves nothing", n)
+	}
+}
+
+// configRef is how a hold for the config names the plugin's ConfigMap and
+// key.
+const configRef = `ConfigMap ` + DefaultConfigMapNamespace + "/" + DefaultConfigMapName + `, key "` + DefaultConfigMapKey + `": `
+
+// TestConfigInvalidAtStartHolds: a plugin that starts while the ConfigMap
+// exists but does not load puts no config in force and holds every pod of
+// ours, with or without limits on its queue (fail closed), with a reason
+// naming the ConfigMap, the key and the problem, written to the pod's
+// status once; a valid version lets them in.
+func TestConfigInvalidAtStartHolds(t *testing.T) {
+	tests := []struct {
+		name string
+		cm   *v1.ConfigMap
+		// want is what the reason says of the problem.
+		want string
+	}{
+		{
+			name: "malformed YAML",
+			cm:   configMap("partitions: [\n"),
+			want: "line 1: invalid YAML",
+		},
+		{
+			name: "the partition is missing",
+			cm:   configMap(strings.Replace(sandboxConfig, "- name: default\n  queues:", "- name: gpu\n  queues:", 1)),
+			want: `partitions: no partition "default", the partition the scheduler enforces (its partition argument); the config has "gpu"`,
+		},
+		{
+			name: "the key is missing",
+			cm: func() *v1.ConfigMap {
+				cm := configMap("")
+				cm.Data = map[string]string{"queue.yaml": sandboxConfig}
+				return cm
+			}(),
+			want: `no such key (the ConfigMap has "queue.yaml")`,
+		},
+		{
+			name: "a user limit above the queue max",
+			cm:   configMap(strings.Replace(sandboxConfig, "maxresources: {vcore: 2}", "maxresources: {vcore: 20}", 1)),
+			want: `maxresources cpu 20 is above the queue's max cpu 4`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{objects: []runtime.Object{tc.cm}})
+			if c := e.pl.Config(); c != nil {
+				t.Fatalf("config in force = %v, want none", c)
+			}
+			// sue's pod is under a limit of the valid config; bob's queue
+			// has none: both wait.
+			sue := userPod("sue-1", "sue", "", "sandbox", "1")
+			bob := userPod("bob-1", "bob", "", "open", "1")
+			var message string
+			for _, p := range []*v1.Pod{sue, bob} {
+				s := e.preEnqueue(p)
+				if s.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(s.Message(), configRef) || !strings.Contains(s.Message(), tc.want) {
+					t.Fatalf("PreEnqueue(%s) = %v, want held naming %q and %q", p.Name, s, configRef, tc.want)
+				}
+				message = s.Message()
+			}
+			if !strings.HasPrefix(message, "no valid queue config is in force") {
+				t.Errorf("reason %q does not say that no config is in force", message)
+			}
+			e.waitFor("bob's status to say he is held for the config", func() bool {
+				c := e.condition("bob-1", ConditionQuotaAdmitted)
+				return c != nil && c.Status == v1.ConditionFalse && c.Reason == "ConfigLimit" && c.Message == message
+			})
+			if c := e.condition("bob-1", v1.PodScheduled); c == nil || c.Reason != ReasonQuotaHeld {
+				t.Errorf("PodScheduled = %+v, want reason %s", c, ReasonQuotaHeld)
+			}
+			e.waitFor("one QuotaHeld event", func() bool { return len(e.heldEvents("bob-1")) == 1 })
+			if ev := e.heldEvents("bob-1")[0]; len(ev) > 1024 || !strings.Contains(ev, "Config limit") {
+				t.Errorf("QuotaHeld event %q: want the Config kind, at most 1 KiB", ev)
+			}
+			if got := e.pl.held.kinds()["Config"]; got != 2 {
+				t.Errorf("%d pods held for the config, want 2", got)
+			}
+
+			e.activator.reset()
+			e.setConfig(sandboxConfig)
+			e.waitConfig(sandboxConfig)
+			e.waitFor("both pods activated", func() bool { return len(e.activator.activated()) == 2 })
+			for _, p := range []*v1.Pod{sue, bob} {
+				if s := e.pl.PreEnqueue(e.ctx, p); !s.IsSuccess() {
+					t.Errorf("PreEnqueue(%s) under the valid config = %v, want let in", p.Name, s)
+				}
+			}
+			e.waitFor("bob told he was admitted", func() bool {
+				c := e.condition("bob-1", ConditionQuotaAdmitted)
+				return c != nil && c.Status == v1.ConditionTrue
+			})
+			// The valid config's limits are in force.
+			want := statusOf{Code: fwk.UnschedulableAndUnresolvable,
+				Message: `user "sue" would exceed maxresources in root.sandbox: cpu 1+2 > 2 (1 of it admitted, not running yet)`}
+			if diff := cmp.Diff(want, summary(e.pl.PreEnqueue(e.ctx, userPod("sue-2", "sue", "", "sandbox", "2")))); diff != "" {
+				t.Errorf("PreEnqueue(sue-2) under the valid config (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigInvalidAgainRetellsHeld: while no config is in force, a second
+// invalid version replaces the reason the held pods give (their status
+// says the new problem) and lets none in.
+func TestConfigInvalidAgainRetellsHeld(t *testing.T) {
+	e := newEnv(t, envOptions{objects: []runtime.Object{configMap("partitions: [\n")}})
+	pod := userPod("bob-1", "bob", "", "open", "1")
+	if s := e.preEnqueue(pod); s.IsSuccess() {
+		t.Fatal("PreEnqueue let a pod in without a config")
+	}
+	e.waitFor("the pod held for the YAML", func() bool {
+		c := e.condition("bob-1", ConditionQuotaAdmitted)
+		return c != nil && strings.Contains(c.Message, "invalid YAML")
+	})
+	e.activator.reset()
+	e.setConfig(strings.Replace(sandboxConfig, "- name: default\n  queues:", "- name: gpu\n  queues:", 1))
+	e.waitFor("the pod's status to name the missing partition", func() bool {
+		c := e.condition("bob-1", ConditionQuotaAdmitted)
+		return c != nil && c.Reason == "ConfigLimit" && strings.Contains(c.Message, configRef+`partitions: no partition "default"`)
+	})
+	if got := e.activator.activated(); len(got) != 0 {
+		t.Errorf("activated %v on an invalid config", got)
+	}
+	if e.pl.Config() != nil {
+		t.Error("a config is in force")
+	}
+}
+
+// TestConfigNotHeldWithoutConfigMap: without the ConfigMap (a fresh
+// install) nothing is held for the config: there are no limits, usage is
+// tracked (docs/design.md, "Config"); a delete of a valid one keeps it
+// (TestConfigDeleted).
+func TestConfigNotHeldWithoutConfigMap(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	if s := e.preEnqueue(userPod("bob-1", "bob", "", "open", "1")); !s.IsSuccess() {
+		t.Errorf("PreEnqueue without a ConfigMap = %v, want let in", s)
+	}
+	if err := e.pl.held.configError(); err != nil {
+		t.Errorf("held for the config: %v", err)
 	}
 }

@@ -32,6 +32,9 @@ type holds struct {
 	// recorded, the let-in that followed the free may have run before the
 	// pod was recorded, so the pod is let in again at once.
 	frees atomic.Uint64
+	// config holds every pod while no valid queue config is in force and
+	// the ConfigMap's does not load (configmap.go); nil otherwise.
+	config atomic.Pointer[hold.ConfigError]
 
 	mu   sync.Mutex
 	book *hold.Book
@@ -79,6 +82,14 @@ func (h *holds) started() map[string]*v1.Pod {
 	h.waiting = nil
 	return pods
 }
+
+// configError returns why every pod is held for the config (fail closed),
+// or nil when pods are decided.
+func (h *holds) configError() *hold.ConfigError { return h.config.Load() }
+
+// setConfigError holds every pod for err (nil: decide pods again; the
+// caller lets the held ones in).
+func (h *holds) setConfigError(err *hold.ConfigError) { h.config.Store(err) }
 
 // freed returns the free counter, to compare after a decision.
 func (h *holds) freed() uint64 { return h.frees.Load() }

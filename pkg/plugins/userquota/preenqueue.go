@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/hold"
 )
 
 var _ fwk.PreEnqueuePlugin = &Plugin{}
@@ -30,6 +32,9 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	}
 	// Here the pod is out of any scheduling cycle.
 	echo := pl.held.enqueued(pod.UID)
+	if s := pl.holdForConfig(ctx, pod); s != nil {
+		return s
+	}
 	req, reason := pl.admitPod(pod, nil)
 	if reason == nil && pl.gone(pod) {
 		// Deleted meanwhile: its delete may have been handled before the
@@ -53,6 +58,29 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	pl.holdPod(pod, req, reason, false)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Error())
+}
+
+// holdForConfig holds pod while no valid queue config is in force and the
+// ConfigMap's does not load (fail closed: docs/design.md, "Config"), and
+// returns the status that says so; nil when pods are decided. A valid
+// config lets the held pods in (onConfigChange). One that came while this
+// pod was being held may have taken its list of held pods before the pod
+// was in it: then the config error is gone (for good: once a valid config
+// is in force an invalid one never replaces it) and the free counter
+// moved, and the pod is let in here, off the queue's lock.
+func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	frees := pl.held.freed()
+	reason := pl.held.configError()
+	if reason == nil {
+		return nil
+	}
+	pl.holdPod(pod, nil, reason, false)
+	if pl.held.freed() != frees && pl.held.configError() == nil {
+		if p := pl.held.get(pod.UID); p != nil {
+			go pl.letIn(klog.FromContext(ctx), []*hold.Pod{p}, true)
+		}
+	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Error())
 }
 
