@@ -19,7 +19,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/webhook"
 )
 
@@ -52,6 +51,7 @@ type options struct {
 	quotaGroups               string
 	schedulerName             string
 	configMap, configMapKey   string
+	partition                 string
 }
 
 func parse(args []string) (*options, webhook.Config, error) {
@@ -67,6 +67,7 @@ func parse(args []string) (*options, webhook.Config, error) {
 	fs.StringVar(&o.schedulerName, "scheduler-name", "userquota-scheduler", "the scheduler's profile name")
 	fs.StringVar(&o.configMap, "config-map", "userquota-system/userquota-config", "namespace/name of the queue-config ConfigMap to validate")
 	fs.StringVar(&o.configMapKey, "config-map-key", "queues.yaml", "the ConfigMap key holding the queue config")
+	fs.StringVar(&o.partition, "partition", webhook.DefaultPartition, "the partition the scheduler enforces (its UserQuota args' partition): a queue config without it is refused")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, webhook.Config{}, err
@@ -77,7 +78,7 @@ func parse(args []string) (*options, webhook.Config, error) {
 	if len(o.trustedUsers) == 0 {
 		o.trustedUsers = webhook.DefaultTrustedUsers
 	}
-	cfg := webhook.Config{SchedulerName: o.schedulerName, ConfigMapKey: o.configMapKey, Validate: validateQueueConfig}
+	cfg := webhook.Config{SchedulerName: o.schedulerName, ConfigMapKey: o.configMapKey, Partition: o.partition}
 	var err error
 	if cfg.TrustedUsers, err = webhook.CompileList("--trusted-users", o.trustedUsers); err != nil {
 		return nil, cfg, err
@@ -98,20 +99,6 @@ func parse(args []string) (*options, webhook.Config, error) {
 		return nil, cfg, fmt.Errorf("--config-map %q: want namespace/name", o.configMap)
 	}
 	return o, cfg, nil
-}
-
-// validateQueueConfig is `userquotactl validate`: every problem of the
-// config, one per element.
-func validateQueueConfig(data []byte) []string {
-	_, err := queueconfig.Parse(data)
-	if err == nil {
-		return nil
-	}
-	var list *queueconfig.Errors
-	if errors.As(err, &list) && list.Len() > 0 {
-		return list.Strings()
-	}
-	return []string{err.Error()}
 }
 
 func run(args []string) error {

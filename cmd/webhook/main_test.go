@@ -17,8 +17,13 @@ func TestParse(t *testing.T) {
 		{name: "bad quota groups", args: []string{"--tls-cert-file=c", "--tls-key-file=k", "--quota-groups=("}, wantErr: "--quota-groups"},
 		{name: "bad config map", args: []string{"--tls-cert-file=c", "--tls-key-file=k", "--config-map=x"}, wantErr: "want namespace/name"},
 		{name: "defaults", args: []string{"--tls-cert-file=c", "--tls-key-file=k"}, check: func(t *testing.T, o *options) {
-			if len(o.trustedUsers) != 2 || o.schedulerName != "userquota-scheduler" || o.listen != ":8443" {
+			if len(o.trustedUsers) != 2 || o.schedulerName != "userquota-scheduler" || o.listen != ":8443" || o.partition != "default" {
 				t.Errorf("options = %+v", o)
+			}
+		}},
+		{name: "partition", args: []string{"--tls-cert-file=c", "--tls-key-file=k", "--partition=gpu"}, check: func(t *testing.T, o *options) {
+			if o.partition != "gpu" {
+				t.Errorf("partition = %q, want gpu", o.partition)
 			}
 		}},
 		{name: "lists", args: []string{"--tls-cert-file=c", "--tls-key-file=k", "--submitters=a,b", "--submitters=c"}, check: func(t *testing.T, o *options) {
@@ -40,15 +45,5 @@ func TestParse(t *testing.T) {
 			}
 			tc.check(t, o)
 		})
-	}
-}
-
-func TestValidateQueueConfig(t *testing.T) {
-	if p := validateQueueConfig([]byte("partitions:\n- name: default\n  queues:\n  - name: root\n")); p != nil {
-		t.Errorf("valid config: %v", p)
-	}
-	p := validateQueueConfig([]byte("partitions:\n- name: default\n  queues:\n  - name: root\n    maxapplications: -1\n    queues:\n    - name: a b\n"))
-	if len(p) != 2 {
-		t.Errorf("problems = %q, want 2", p)
 	}
 }

@@ -1,8 +1,9 @@
 // Package webhook holds the admission webhooks that make a pod's identity
 // impossible to forge (docs/security.md): a mutating webhook that stamps
 // userquota.io/user-info on pods and on the pod templates of workloads from
-// the authenticated requester, and a validating webhook that refuses an
-// invalid queue-config ConfigMap.
+// the authenticated requester, and a validating webhook that refuses a
+// queue-config ConfigMap the scheduler would not load, and its deletion
+// (config.go).
 //
 // The Handler is stateless: which objects reach it is the webhook
 // configurations' business (manifests/webhook.yaml); what it does with them
@@ -69,11 +70,12 @@ type Config struct {
 	// (whole string) in the stamp; nil keeps every group.
 	QuotaGroups *regexp.Regexp
 	// ConfigMapNamespace, ConfigMapName and ConfigMapKey name the queue
-	// config PathValidateConfig checks; other ConfigMaps are allowed.
+	// config PathValidateConfig checks (config.go); other ConfigMaps are
+	// allowed.
 	ConfigMapNamespace, ConfigMapName, ConfigMapKey string
-	// Validate parses a queue config and returns every problem, one per
-	// element (queueconfig.Parse, as `userquotactl validate`).
-	Validate func(data []byte) []string
+	// Partition is the partition the scheduler enforces (its args'
+	// partition; empty: DefaultPartition): a config without it is refused.
+	Partition string
 }
 
 // CompileList compiles patterns anchored to the whole string; errors name
@@ -314,36 +316,6 @@ func sameIdentity(annotation, stamp string) bool {
 	}
 	sort.Strings(a.Groups)
 	return a.User == b.User && strings.Join(a.Groups, "\n") == strings.Join(b.Groups, "\n")
-}
-
-// validateConfig refuses a queue-config ConfigMap whose config does not
-// parse, listing every problem.
-func (h *Handler) validateConfig(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	if req.Kind.Kind != "ConfigMap" || req.Namespace != h.cfg.ConfigMapNamespace || req.Name != h.cfg.ConfigMapName || h.cfg.Validate == nil {
-		return allowed()
-	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return allowed()
-	}
-	var cm struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := json.Unmarshal(req.Object.Raw, &cm); err != nil {
-		return denied(http.StatusBadRequest, fmt.Sprintf("ConfigMap %s/%s: %v", req.Namespace, req.Name, err))
-	}
-	data, ok := cm.Data[h.cfg.ConfigMapKey]
-	if !ok {
-		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: data.%s is missing: it holds the queue config", req.Namespace, req.Name, h.cfg.ConfigMapKey))
-	}
-	if problems := h.cfg.Validate([]byte(data)); len(problems) > 0 {
-		noun := "problems"
-		if len(problems) == 1 {
-			noun = "problem"
-		}
-		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: data.%s is not a valid queue config (%d %s):\n%s",
-			req.Namespace, req.Name, h.cfg.ConfigMapKey, len(problems), noun, strings.Join(problems, "\n")))
-	}
-	return allowed()
 }
 
 type patchOp struct {

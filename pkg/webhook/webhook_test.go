@@ -31,12 +31,6 @@ func testConfig(t *testing.T) Config {
 		TrustedUsers:  users, TrustedGroups: groups, Submitters: subs,
 		QuotaGroups:        regexp.MustCompile(`^(?:[^:]+)$`),
 		ConfigMapNamespace: "userquota-system", ConfigMapName: "userquota-config", ConfigMapKey: "queues.yaml",
-		Validate: func(data []byte) []string {
-			if strings.Contains(string(data), "bad") {
-				return []string{"line 1: partitions[0]: bad one", "line 2: partitions[0]: bad two"}
-			}
-			return nil
-		},
 	}
 }
 
@@ -197,55 +191,6 @@ func TestMutate(t *testing.T) {
 			if tc.scheduler != "" {
 				if got := schedulerOf(obj, tc.at...); got != tc.scheduler {
 					t.Errorf("schedulerName = %q, want %q", got, tc.scheduler)
-				}
-			}
-		})
-	}
-}
-
-func TestValidateConfig(t *testing.T) {
-	h := NewHandler(testConfig(t))
-	cm := func(ns, name, data string) map[string]any {
-		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns},
-			"data": map[string]any{"queues.yaml": data}}
-	}
-	for _, tc := range []struct {
-		name   string
-		obj    map[string]any
-		denied []string
-	}{
-		{name: "valid", obj: cm("ns", "userquota-config", "ok")},
-		{name: "invalid lists every error", obj: cm("ns", "userquota-config", "bad"), denied: []string{"2 problems", "bad one", "bad two"}},
-		{name: "another ConfigMap", obj: cm("ns", "other", "bad")},
-		{name: "another namespace", obj: cm("elsewhere", "userquota-config", "bad")},
-		{name: "key missing", obj: map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "userquota-config", "namespace": "ns"}}, denied: []string{"data.queues.yaml is missing"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t)
-			cfg.ConfigMapNamespace = "ns"
-			h = NewHandler(cfg)
-			md := tc.obj["metadata"].(map[string]any)
-			raw, _ := json.Marshal(tc.obj)
-			body, _ := json.Marshal(admissionv1.AdmissionReview{Request: &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create,
-				Kind: metav1.GroupVersionKind{Kind: "ConfigMap"}, Namespace: md["namespace"].(string), Name: md["name"].(string), Object: runtime.RawExtension{Raw: raw}}})
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PathValidateConfig, bytes.NewReader(body)))
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-				t.Fatal(err)
-			}
-			if len(tc.denied) == 0 {
-				if !out.Response.Allowed {
-					t.Fatalf("refused: %s", out.Response.Result.Message)
-				}
-				return
-			}
-			if out.Response.Allowed {
-				t.Fatal("allowed, want refused")
-			}
-			for _, d := range tc.denied {
-				if !strings.Contains(out.Response.Result.Message, d) {
-					t.Errorf("message %q lacks %q", out.Response.Result.Message, d)
 				}
 			}
 		})

@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -35,7 +34,6 @@ import (
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
 	"github.com/userquota/userquota/pkg/podmeta"
-	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/webhook"
 )
@@ -283,17 +281,7 @@ func webhookConfig(t *testing.T, ns string) webhook.Config {
 		TrustedUsers:  users, TrustedGroups: groups, Submitters: subs,
 		QuotaGroups:        regexp.MustCompile(`^(?:[^:]+)$`),
 		ConfigMapNamespace: ns, ConfigMapName: userquota.DefaultConfigMapName, ConfigMapKey: userquota.DefaultConfigMapKey,
-		Validate: func(data []byte) []string {
-			_, err := queueconfig.Parse(data)
-			var list *queueconfig.Errors
-			if errors.As(err, &list) {
-				return list.Strings()
-			}
-			if err != nil {
-				return []string{err.Error()}
-			}
-			return nil
-		},
+		Partition: userquota.DefaultPartition,
 	}
 }
 
