@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Keys of ours.
@@ -37,6 +39,33 @@ const (
 	YuniKornQueue    = "yunikorn.apache.org/queue"
 	YuniKornAppID    = "yunikorn.apache.org/app-id"
 )
+
+// AppIDKeys name a pod's application explicitly, in the order the
+// scheduler reads them: each as a label, then as an annotation, before
+// the gang object or the controller the pod belongs to.
+var AppIDKeys = [...]string{LabelAppID, "applicationId", YuniKornAppID, "spark-app-selector"}
+
+// ExplicitAppID is the application id a pod names with AppIDKeys, or ""
+// when it names none. A value counts only when it is a valid label value
+// (IsValidLabelValue: at most 63 characters of letters, digits, '-', '_'
+// and '.'); another is skipped as if absent. The API server already holds
+// labels to that; annotations it does not, so this is what keeps an
+// annotation from naming an id the scheduler derives from the pod's owner
+// ("Deployment/web", "Job/pi", "PodGroup/train", "pod/<uid>"): those all
+// contain '/', which no valid label value does, so a pod cannot join
+// another workload's application by naming it (docs/design.md,
+// Applications), nor carry control characters into messages and
+// `userquotactl` output.
+func ExplicitAppID(labels, annotations map[string]string) string {
+	for _, key := range AppIDKeys {
+		for _, m := range [2]map[string]string{labels, annotations} {
+			if v := m[key]; v != "" && len(validation.IsValidLabelValue(v)) == 0 {
+				return v
+			}
+		}
+	}
+	return ""
+}
 
 // UserInfoKeys are the user-info annotations in the order the scheduler
 // reads them: the first one present decides.

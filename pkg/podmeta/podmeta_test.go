@@ -42,3 +42,31 @@ func TestParseUserInfo(t *testing.T) {
 		})
 	}
 }
+
+func TestExplicitAppID(t *testing.T) {
+	tests := []struct {
+		name                string
+		labels, annotations map[string]string
+		want                string
+	}{
+		{name: "none", want: ""},
+		{name: "our label", labels: map[string]string{LabelAppID: "web", "applicationId": "other"}, want: "web"},
+		{name: "label before annotation of the same key", labels: map[string]string{"applicationId": "l"}, annotations: map[string]string{"applicationId": "a"}, want: "l"},
+		{name: "an earlier key's annotation before a later key's label", labels: map[string]string{"spark-app-selector": "l"}, annotations: map[string]string{LabelAppID: "a"}, want: "a"},
+		{name: "YuniKorn's", labels: map[string]string{YuniKornAppID: "yk"}, want: "yk"},
+		{name: "an owner-derived id in an annotation is skipped", annotations: map[string]string{"applicationId": "Deployment/alice-web"}, want: ""},
+		{name: "a pod-derived id is skipped", annotations: map[string]string{LabelAppID: "pod/0f9d"}, want: ""},
+		{name: "skipped: the next key counts", annotations: map[string]string{LabelAppID: "Job/pi", "spark-app-selector": "spark-1"}, want: "spark-1"},
+		{name: "control characters", annotations: map[string]string{LabelAppID: "a\x1b]0;pwned\x07"}, want: ""},
+		{name: "newline", annotations: map[string]string{LabelAppID: "a\nb"}, want: ""},
+		{name: "64 characters", annotations: map[string]string{LabelAppID: strings.Repeat("x", 64)}, want: ""},
+		{name: "a label the API server would refuse", labels: map[string]string{LabelAppID: "Deployment/web"}, want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ExplicitAppID(tc.labels, tc.annotations); got != tc.want {
+				t.Errorf("ExplicitAppID = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

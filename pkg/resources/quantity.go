@@ -37,6 +37,11 @@ func ParseQuantity(name, s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: invalid quantity %q: %w", name, s, err)
 	}
+	// apimachinery caps a binary-suffixed value at MaxInt64 ("8Ei",
+	// "99999Ei" both read 2^63-1): beyond int64, refused like "10E".
+	if q.Format == resource.BinarySI && q.CmpInt64(math.MaxInt64) == 0 {
+		return 0, fmt.Errorf("%s: quantity %q: %w", name, s, ErrOverflow)
+	}
 	v, err := BaseUnits(name, q)
 	if err != nil {
 		return 0, fmt.Errorf("%s: quantity %q: %w", name, s, err)
@@ -48,6 +53,12 @@ func ParseQuantity(name, s string) (int64, error) {
 // cpu, whole units otherwise, rounding up. Negative quantities and values
 // beyond int64 are errors, never wrapped or saturated.
 func BaseUnits(name string, q resource.Quantity) (int64, error) {
+	// A zero can carry any scale ("0e2000000000" from Go code; the API
+	// server writes it as "0"): AsInt64 would multiply it by ten that
+	// many times.
+	if q.IsZero() {
+		return 0, nil
+	}
 	if q.Sign() < 0 {
 		return 0, ErrNegative
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/userquota/userquota/pkg/resources/resourcestest"
 )
 
 func TestParseQuantity(t *testing.T) {
@@ -42,6 +44,13 @@ func TestParseQuantity(t *testing.T) {
 		{name: "hostile exponent", res: "memory", in: "1e1000000000", wantErr: ErrOverflow},
 		{name: "hostile cpu exponent", res: "cpu", in: "1E1000000000", wantErr: ErrOverflow},
 		{name: "hostile negative exponent", res: "cpu", in: "1e-1000000000", anyErr: true},
+		{name: "exbi at 2^63 (apimachinery caps it at MaxInt64)", res: "memory", in: "8Ei", wantErr: ErrOverflow},
+		{name: "exbi times a large number", res: "memory", in: "99999999999999999999999999999999Ei", wantErr: ErrOverflow},
+		{name: "largest exbi", res: "memory", in: "7Ei", want: 7 << 60},
+		{name: "exponent 9E18 fits in bytes", res: "memory", in: "9E18", want: 9e18},
+		{name: "exponent 9E18 overflows millicores", res: "cpu", in: "9E18", wantErr: ErrOverflow},
+		{name: "exa", res: "memory", in: "9E", want: 9e18},
+		{name: "exponent wrapping apimachinery's int32", res: "memory", in: "1e4294967296", wantErr: ErrOverflow},
 		{name: "too long", res: "cpu", in: "0." + strings.Repeat("0", 100) + "1", anyErr: true},
 		{name: "empty", res: "cpu", in: "", anyErr: true},
 	}
@@ -117,10 +126,15 @@ func TestBaseUnitsByMagnitude(t *testing.T) {
 		{name: "cpu just in range", res: "cpu", q: *resource.NewScaledQuantity(9, 15), want: 9e18},
 		{name: "a tenth", res: "memory", q: *resource.NewScaledQuantity(1, -1), want: 1},
 		{name: "zero", res: "memory", q: *resource.NewScaledQuantity(0, 1_000_000_000), want: 0},
+		{name: "zero at the largest scale", res: "memory", q: *resource.NewScaledQuantity(0, math.MaxInt32), want: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := BaseUnits(tc.res, tc.q)
+			var got int64
+			var err error
+			// AsInt64 of a zero at scale 2^31 multiplies it by ten 2^31
+			// times (seconds); the rest builds 10^(10^9) (minutes).
+			resourcestest.Within(t, resourcestest.Default, "BaseUnits", func() { got, err = BaseUnits(tc.res, tc.q) })
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("BaseUnits(%s, %s) = %d, %v; want %v", tc.res, tc.q.String(), got, err, tc.wantErr)

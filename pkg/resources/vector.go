@@ -235,7 +235,7 @@ func FromResourceList(rl corev1.ResourceList) (Vector, error) {
 	for name, q := range rl {
 		x, err := BaseUnits(string(name), q)
 		if err != nil {
-			return nil, fmt.Errorf("%s: quantity %q: %w", name, q.String(), err)
+			return nil, fmt.Errorf("%s: quantity %s: %w", name, Describe(q), err)
 		}
 		v.Set(Intern(string(name)), x)
 	}

@@ -83,13 +83,8 @@ func chargeOf(pod *v1.Pod) podCharge {
 // ReplicaSet named <deployment>-<pod-template-hash> counts as its
 // Deployment), else the pod itself.
 func appID(pod *v1.Pod) string {
-	for _, l := range []string{podmeta.LabelAppID, "applicationId", podmeta.YuniKornAppID, "spark-app-selector"} {
-		if v := pod.Labels[l]; v != "" {
-			return v
-		}
-		if v := pod.Annotations[l]; v != "" {
-			return v
-		}
+	if id := podmeta.ExplicitAppID(pod.Labels, pod.Annotations); id != "" {
+		return id
 	}
 	if id, ok := gang.ObjectApp(pod); ok {
 		return id

@@ -150,20 +150,17 @@ func podNamedQueue(pod *v1.Pod) (name, from string) {
 }
 
 // podApp keys the pod's application within its namespace: an explicit id
-// label, then the gang object it names, then the top controlling owner (a ReplicaSet made by a Deployment
-// counts as the Deployment, so a rollout stays one application), then the
-// pod itself.
+// label or annotation (podmeta.ExplicitAppID: a valid label value, so it
+// never contains '/'), then the gang object it names, then the top
+// controlling owner (a ReplicaSet made by a Deployment counts as the
+// Deployment, so a rollout stays one application), then the pod itself.
+// The derived ids all contain '/' ("Deployment/web", "pod/<uid>"), so no
+// explicit id can name one of them. test/soak's appID mirrors this.
 func podApp(pod *v1.Pod) ugm.AppKey {
 	key := ugm.AppKey{Namespace: pod.Namespace}
-	for _, l := range []string{podmeta.LabelAppID, "applicationId", podmeta.YuniKornAppID, "spark-app-selector"} {
-		if v := pod.Labels[l]; v != "" {
-			key.ID = v
-			return key
-		}
-		if v := pod.Annotations[l]; v != "" {
-			key.ID = v
-			return key
-		}
+	if id := podmeta.ExplicitAppID(pod.Labels, pod.Annotations); id != "" {
+		key.ID = id
+		return key
 	}
 	// A gang object's pods are one application, whatever controls them
 	// (an MPI launcher Job and its workers' StatefulSet).
@@ -197,6 +194,12 @@ func podApp(pod *v1.Pod) ugm.AppKey {
 // resources and in-place resize as the scheduler's feature gates say), plus
 // one pod.
 func podResources(pod *v1.Pod) (resources.Vector, error) {
+	// PodRequests adds and compares quantities as decimals: a hostile
+	// exponent ("1e2000000000" beside "1Gi") would build a number of that
+	// many digits. Every quantity it reads is checked first.
+	if err := resources.CheckPodRequests(pod); err != nil {
+		return nil, fmt.Errorf("pod %s/%s request: %w", pod.Namespace, pod.Name, err)
+	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
 		UseStatusResources: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling),
 		InPlacePodLevelResourcesVerticalScalingEnabled: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodLevelResourcesVerticalScaling),

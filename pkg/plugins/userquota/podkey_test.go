@@ -7,12 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
+	"github.com/userquota/userquota/pkg/resources/resourcestest"
 )
 
 // treeConfig has leaves to resolve bare names against: a unique leaf
@@ -306,6 +308,36 @@ func TestPodApp(t *testing.T) {
 			want: "ns1/pod/uid-p",
 		},
 		{name: "namespace is part of the key", pod: podOf("p").Namespace("other").Label(podmeta.LabelAppID, "a1").Obj(), want: "other/a1"},
+		// No explicit id can be an owner-derived one: those contain '/',
+		// which no valid label value does. The API server refuses such a
+		// label; an annotation (or a label from a source that does not
+		// validate) is skipped.
+		{
+			name: "a naked pod cannot join a Deployment's application by annotation",
+			pod:  podOf("p").Annotation("applicationId", "Deployment/web").Obj(),
+			want: "ns1/pod/uid-p",
+		},
+		{
+			name: "nor by label",
+			pod:  podOf("p").Label(podmeta.LabelAppID, "Deployment/web").Obj(),
+			want: "ns1/pod/uid-p",
+		},
+		{
+			name: "an invalid annotation falls through to the next key",
+			pod:  podOf("p").Annotation(podmeta.LabelAppID, "pod/uid-q").Annotation("spark-app-selector", "spark-1").Obj(),
+			want: "ns1/spark-1",
+		},
+		{
+			name: "an annotation with control characters is skipped",
+			pod:  podOf("p").Annotation(podmeta.LabelAppID, "a\x1b[2Jb").OwnerReference("pi", job).Obj(),
+			want: "ns1/Job/pi",
+		},
+		{
+			name: "an annotation longer than a label value is skipped",
+			pod:  podOf("p").Annotation(podmeta.LabelAppID, strings.Repeat("a", 64)).Obj(),
+			want: "ns1/pod/uid-p",
+		},
+		{name: "an annotation of 63 characters counts", pod: podOf("p").Annotation(podmeta.LabelAppID, strings.Repeat("a", 63)).Obj(), want: "ns1/" + strings.Repeat("a", 63)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,6 +400,81 @@ func TestPodResources(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, v.Map()); diff != "" {
 				t.Errorf("request (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPodResourcesHostile: a pod whose requests kube-scheduler's sum
+// (PodRequests) would add or compare across a hostile exponent is refused
+// in bounded time and memory, naming the pod, the container and the
+// resource. Before the check, "1e2000000000" beside "1Gi" built a number
+// of two billion digits (Quantity.Add and Cmp line the scales up digit by
+// digit): minutes and gigabytes, on the path of every event of the pod,
+// and of every running pod of another scheduler (capacity.go).
+func TestPodResourcesHostile(t *testing.T) {
+	// As the API server may hand them over: 1e2000000000 decodes to its
+	// mantissa and exponent in microseconds; the tiny and zero forms
+	// only come from Go code (the API server rounds up to 1n and writes
+	// zero as "0").
+	huge := *resource.NewScaledQuantity(1, 2_000_000_000)
+	// What the pinned API server's own validation (a Cmp with zero)
+	// finishes in about a second and may store: today's sum of it with
+	// 1Gi takes longer still, and allocates about 30 MB.
+	large := resource.MustParse("1e10000000")
+	tiny := *resource.NewScaledQuantity(1, -2_000_000_000)
+	zero := *resource.NewScaledQuantity(0, 2_000_000_000)
+	set := func(pod *v1.Pod, set func(*v1.Pod)) *v1.Pod { set(pod); return pod }
+	gi := resource.MustParse("1Gi")
+	tests := []struct {
+		name    string
+		pod     *v1.Pod
+		wantErr string
+	}{
+		{
+			name:    "two containers, one of 1e2000000000 memory",
+			pod:     set(podOf("p").Req(map[v1.ResourceName]string{"memory": "1Gi"}).Req(map[v1.ResourceName]string{"memory": "1"}).Obj(), func(p *v1.Pod) { p.Spec.Containers[1].Resources.Requests["memory"] = huge }),
+			wantErr: `pod ns1/p request: container "con1": memory: quantity of about 1e2000000000: value out of range`,
+		},
+		{
+			name:    "two containers, one of 1e10000000 memory",
+			pod:     set(podOf("p").Req(map[v1.ResourceName]string{"memory": "1Gi"}).Req(map[v1.ResourceName]string{"memory": "1"}).Obj(), func(p *v1.Pod) { p.Spec.Containers[1].Resources.Requests["memory"] = large }),
+			wantErr: `pod ns1/p request: container "con1": memory: quantity of about 1e10000000: value out of range`,
+		},
+		{
+			name:    "cpu beside an init container",
+			pod:     set(podOf("p").InitReq(cpu("1")).Req(cpu("1")).Obj(), func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests["cpu"] = huge }),
+			wantErr: `container "con0": cpu: quantity of about 1e2000000000`,
+		},
+		{
+			name:    "overhead",
+			pod:     podOf("p").Req(map[v1.ResourceName]string{"memory": "1Gi"}).Overhead(v1.ResourceList{"memory": huge}).Obj(),
+			wantErr: `overhead: memory`,
+		},
+		{
+			name: "resize status beside the spec",
+			pod: set(podOf("p").Req(map[v1.ResourceName]string{"memory": "1Gi"}).Obj(), func(p *v1.Pod) {
+				p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "con0", Resources: &v1.ResourceRequirements{Requests: v1.ResourceList{"memory": huge}}, AllocatedResources: v1.ResourceList{"memory": gi}}}
+			}),
+			wantErr: `status of container "con0": memory`,
+		},
+		{
+			name:    "tiny beside 1Gi",
+			pod:     set(podOf("p").Req(map[v1.ResourceName]string{"memory": "1Gi"}).Req(map[v1.ResourceName]string{"memory": "1"}).Obj(), func(p *v1.Pod) { p.Spec.Containers[1].Resources.Requests["memory"] = tiny }),
+			wantErr: `container "con1": memory: quantity of about 1e-2000000000: below 1n`,
+		},
+		{
+			name:    "zero at a huge scale beside an init container",
+			pod:     set(podOf("p").InitReq(map[v1.ResourceName]string{"memory": "1Gi"}).Req(map[v1.ResourceName]string{"memory": "1"}).Obj(), func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests["memory"] = zero }),
+			wantErr: `container "con0": memory: quantity "0": zero with a decimal exponent`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			resourcestest.Within(t, resourcestest.Default, "podResources", func() { _, err = podResources(tc.pod) })
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("podResources error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
 	}
