@@ -98,7 +98,7 @@ func checkQuantity(name string, q *resource.Quantity) error {
 		limit /= 1000
 	}
 	if q.IsZero() {
-		if _, exp := q.AsCanonicalBytes(nil); exp <= -maxExponent || exp >= maxExponent {
+		if _, exp := q.AsCanonicalBytes(nil); exp < -maxExponent || exp > maxExponent {
 			return fmt.Errorf("zero with a decimal exponent beyond ±%d: %w", maxExponent, ErrOverflow)
 		}
 		return nil
