@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -115,12 +114,7 @@ func run(args []string) error {
 	if _, err := getCert(nil); err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
 	}
-	srv := &http.Server{
-		Addr:              o.listen,
-		Handler:           webhook.NewHandler(cfg),
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: getCert},
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := newServer(o.listen, webhook.NewHandler(cfg), &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: getCert}, defaultTimeouts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -127,6 +127,13 @@ func NewHandler(cfg Config) *Handler {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
+// MaxRequestBytes bounds the body of a request: an AdmissionReview holds
+// the object and, on UPDATE, the old one, each at most the 1.5 MiB etcd
+// stores by default (the API server's --max-request-bytes is 3 MiB), so
+// 6 MiB leaves room for JSON escaping; a larger body is refused with 413
+// before it is read, whoever sends it.
+const MaxRequestBytes = 6 << 20
+
 // serve decodes an AdmissionReview, answers it with review and writes it back.
 func (h *Handler) serve(review func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +142,14 @@ func (h *Handler) serve(review func(*admissionv1.AdmissionRequest) *admissionv1.
 			return
 		}
 		var in admissionv1.AdmissionReview
-		if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(&in); err != nil || in.Request == nil {
+		err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRequestBytes)).Decode(&in)
+		// json.Decoder hands the reader's error back as it is.
+		_, tooLarge := err.(*http.MaxBytesError)
+		switch {
+		case tooLarge:
+			http.Error(w, fmt.Sprintf("request body over %d bytes: an AdmissionReview carries at most two objects of the API server's 1.5 MiB each", MaxRequestBytes), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil || in.Request == nil:
 			http.Error(w, fmt.Sprintf("want an admission.k8s.io/v1 AdmissionReview: %v", err), http.StatusBadRequest)
 			return
 		}
