@@ -72,7 +72,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := newUsageClient(base, f)
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		fmt.Fprintf(stderr, "userquotactl: %s\n", printable(err.Error(), false))
 		return exitFailed
 	}
 	prefix := "/ws/v1/partition/" + url.PathEscape(f.partition) + "/usage/"
@@ -97,7 +97,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 		err = c.all(stdout, f.output, prefix)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		fmt.Fprintf(stderr, "userquotactl: %s\n", printable(err.Error(), false))
 		return exitFailed
 	}
 	return exitOK
@@ -234,7 +234,7 @@ func printJSON(w io.Writer, body []byte) error {
 		return fmt.Errorf("the server's answer is not JSON: %w", err)
 	}
 	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
+	_, err := io.WriteString(w, printable(buf.String(), true))
 	return err
 }
 
@@ -329,7 +329,7 @@ func legend(w io.Writer, m marks) {
 // limit (usage only) start with "!". It reports what it printed that the
 // legend explains.
 func printTree(w io.Writer, title string, root *ugm.QueueUsage) marks {
-	fmt.Fprintln(w, title)
+	fmt.Fprintln(w, printable(title, false))
 	if root == nil {
 		return marks{}
 	}
@@ -356,7 +356,7 @@ func printTree(w io.Writer, title string, root *ugm.QueueUsage) marks {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"", "QUEUE", "APPLICATIONS"}
 	for _, n := range res {
-		header = append(header, strings.ToUpper(n))
+		header = append(header, strings.ToUpper(printable(n, false)))
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	var seen marks
@@ -389,7 +389,7 @@ func printTree(w io.Writer, title string, root *ugm.QueueUsage) marks {
 			}
 			return used + " +" + reserved
 		}
-		row := []string{"", strings.Repeat("  ", depth) + queueconfig.LeafName(q.QueuePath),
+		row := []string{"", strings.Repeat("  ", depth) + printable(queueconfig.LeafName(q.QueuePath), false),
 			withReserved(cell(int64(len(q.RunningApplications)), int64(q.MaxApplications), q.MaxApplications > 0,
 				func(x int64) string { return strconv.FormatInt(x, 10) }), gangCount(len(q.ReservedGangs)))}
 		for _, n := range res {

@@ -29,13 +29,13 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	cfg, err := queueconfig.Parse(data)
 	if err != nil {
 		for _, p := range queueconfig.Problems(err) {
-			fmt.Fprintln(stdout, p)
+			fmt.Fprintln(stdout, printable(p, false))
 		}
 		return exitFailed
 	}
 	fmt.Fprintln(stdout, summary(cfg))
 	for _, n := range cfg.Notices {
-		fmt.Fprintln(stdout, "note: "+n)
+		fmt.Fprintln(stdout, "note: "+printable(n, false))
 	}
 	return exitOK
 }
