@@ -222,6 +222,16 @@ func (m *Manager) Unadmit(key string) (Request, bool) {
 	return req, m.unadmit(key, true)
 }
 
+// DropRunning drops the room the pod key holds when the pod runs already
+// (a decision on a stale copy of a pod whose charge came first): its
+// charge is its usage, and what it drew from a gang stays drawn, as at a
+// commit. False when it holds none.
+func (m *Manager) DropRunning(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unadmit(key, false)
+}
+
 // Admitted reports whether the pod key holds room.
 func (m *Manager) Admitted(key string) bool {
 	m.mu.RLock()

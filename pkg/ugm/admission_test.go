@@ -121,6 +121,10 @@ func runOps(t *testing.T, m *Manager, ops []admitOp) {
 			if _, ok := m.Unadmit(op.key); !ok {
 				err = fmt.Errorf("not admitted")
 			}
+		case "dropRunning":
+			if !m.DropRunning(op.key) {
+				err = fmt.Errorf("not admitted")
+			}
 		case "commit":
 			err = m.Commit(op.key, op.r)
 		case "force":

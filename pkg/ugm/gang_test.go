@@ -102,6 +102,19 @@ func TestGangs(t *testing.T) {
 			{op: "commit", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
 			{op: "commit", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
 		}, held: map[string]string{"sue-1": ""}},
+		{name: "a member admitted after its charge (a stale copy) is dropped as run: the reservation ends", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "force", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			// p2 was bound and charged before a stale copy of it drew.
+			{op: "force", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "draw", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "dropRunning", key: "sue-1/p2"},
+			// Nothing given back: 2 run, 18 fit.
+			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
+			{op: "admit", key: "x", r: cpu("ann", "a1", "2")},
+			{op: "dropRunning", key: "sue-1/p2", want: "not admitted"},
+		}, held: map[string]string{"sue-1": ""}},
 		{name: "a gang is reserved once", ops: []admitOp{
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2), want: "sue-1: gang is reserved already"},

@@ -44,6 +44,8 @@ type accounts interface {
 	// what is held for a pod that is gone or bound.
 	admitted() []string
 	forgetPod(logger klog.Logger, uid types.UID)
+	// dropRunning drops the room still held for a pod that runs.
+	dropRunning(uid types.UID) bool
 }
 
 // auditor compares the ledger with the pod informer's store and repairs
@@ -141,7 +143,13 @@ func (a *auditor) audit(logger klog.Logger) (released, charged int) {
 			continue
 		}
 		if p, ok := byUID[types.UID(uid)]; ok && p.Spec.NodeName != "" {
-			continue // bound: charged above, its room dropped with the charge
+			// Bound: its charge takes its room over, unless the room was
+			// admitted after the charge (a decision on a stale copy that
+			// dropIfRunning missed).
+			if a.accounts.isCharged(p.UID) && a.accounts.dropRunning(p.UID) {
+				logger.Error(nil, "Audit: dropped the room still held for a pod that runs", "pod", klog.KObj(p))
+			}
+			continue
 		}
 		a.accounts.forgetPod(logger, types.UID(uid))
 		logger.Error(nil, "Audit: dropped the room held for a pod the scheduler's informer no longer has", "podUID", uid)

@@ -42,7 +42,11 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 	d := pl.ugm.Decide(key, place, true)
 	if pl.enforcesGang(pod) {
 		if m, err := pl.gangMember(pod, d); m != nil || err != nil {
-			return pl.admitMember(pod, m, err, d)
+			req, err := pl.admitMember(pod, m, err, d)
+			if err == nil {
+				pl.dropIfRunning(pod)
+			}
+			return req, err
 		}
 	}
 	switch {
@@ -62,7 +66,20 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 		// Another pod took the room since the decision.
 		return &d.Request, err
 	}
+	pl.dropIfRunning(pod)
 	return nil, nil
+}
+
+// dropIfRunning drops the room just admitted for pod when the informer
+// has it bound: the decision was on a stale copy (a let-in or the queue's
+// PreEnqueue racing the binding's update), and the binding's charge may
+// have come first, finding no room to take over. The store is updated
+// before any handler is told, so either this sees the pod bound, or its
+// charge comes after the admission and takes the room over.
+func (pl *Plugin) dropIfRunning(pod *v1.Pod) {
+	if p, err := pl.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && p.UID == pod.UID && p.Spec.NodeName != "" {
+		pl.ugm.DropRunning(string(pod.UID))
+	}
 }
 
 // gone reports whether the pod is no longer in the scheduler's informer

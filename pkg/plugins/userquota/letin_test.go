@@ -472,3 +472,38 @@ func TestForgetPodDropsRoomForGood(t *testing.T) {
 		t.Error("the deleted pod sue-held is still held")
 	}
 }
+
+// TestAdmitStaleCopyOfBoundPod: a let-in or the queue's PreEnqueue may
+// decide on a stale copy of a pod whose binding's charge came first. The
+// room it admits is dropped as run: no admission outlives the pod's
+// charge, and a gang's reservation ends when its whole minimum runs.
+func TestAdmitStaleCopyOfBoundPod(t *testing.T) {
+	for _, gangs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ordinary pod", true: "gang"}[gangs], func(t *testing.T) {
+			e := newEnv(t, envOptions{config: queueconfigtest.Gangs})
+			pods := taskGroupPods("sue", "a", 2, 2, "")
+			if !gangs {
+				pods = []*v1.Pod{userPod("a-0", "sue", "", "root.g", "1"), userPod("a-1", "sue", "", "root.g", "1")}
+			}
+			if s := e.preEnqueue(pods[0]); !s.IsSuccess() {
+				t.Fatalf("PreEnqueue(%s) = %v", pods[0].Name, s)
+			}
+			e.bind(pods[0])
+			// The second is bound (and charged) before its stale copy is
+			// decided.
+			e.bind(pods[1])
+			e.barrier()
+			if s := e.pl.PreEnqueue(e.ctx, pods[1]); !s.IsSuccess() {
+				t.Fatalf("PreEnqueue(stale %s) = %v", pods[1].Name, s)
+			}
+			for _, p := range pods {
+				if e.pl.ugm.Admitted(string(p.UID)) {
+					t.Errorf("%s runs and still holds room", p.Name)
+				}
+			}
+			if held, ok := e.pl.ugm.GangHeld("TaskGroups ns1/a"); ok {
+				t.Errorf("gang a runs its minimum and still holds a reservation (%v)", held)
+			}
+		})
+	}
+}

@@ -46,6 +46,9 @@ func (pl *Plugin) finished(p *v1.Pod) bool {
 // admitted lists the UIDs of the pods holding room (accounts).
 func (pl *Plugin) admitted() []string { return pl.ugm.AdmittedKeys() }
 
+// dropRunning drops the room held for a pod that runs (accounts).
+func (pl *Plugin) dropRunning(uid types.UID) bool { return pl.ugm.DropRunning(string(uid)) }
+
 // charged lists the UIDs of the pods holding a charge (accounts).
 func (pl *Plugin) charged() []string { return pl.ledger.Pods() }
 
