@@ -45,11 +45,15 @@ func gangOf(pod *v1.Pod, app string) *gangDef {
 	return &gangDef{key: m.ID.String(), min: vec(m.Min.Resources.Map()), members: int(m.Min.Members)}
 }
 
-// gangJobs keeps up to three gang Jobs running: each a user's, 2-4 pods
-// that must run together, completed by kwok after 1-3 s. jobs() deletes
-// them when finished or stuck.
+// gangJobs keeps up to four gang Jobs: each of a user picked uniformly
+// (heavy users sit at their limits), 2-3 pods that must run together,
+// completed by kwok after 1-3 s. A gang none of whose pods finished
+// within gangPatience (held, since its pods run seconds) is deleted, so
+// that held gangs do not take every turn; jobs() deletes the finished
+// ones.
 func (w *workload) gangJobs(ctx context.Context) {
-	w.every(ctx, 3*time.Second, func() {
+	const gangPatience = 45 * time.Second
+	w.every(ctx, 2*time.Second, func() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		active := 0
@@ -59,16 +63,21 @@ func (w *workload) gangJobs(ctx context.Context) {
 				return
 			}
 			for _, j := range list.Items {
-				if strings.HasPrefix(j.Name, gangPrefix) && j.DeletionTimestamp == nil {
-					active++
+				if !strings.HasPrefix(j.Name, gangPrefix) || j.DeletionTimestamp != nil {
+					continue
 				}
+				if j.Status.Succeeded == 0 && j.Status.Failed == 0 && time.Since(j.CreationTimestamp.Time) > gangPatience {
+					_ = w.c.client.BatchV1().Jobs(ns).Delete(cctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+					continue
+				}
+				active++
 			}
 		}
-		if active >= 3 {
+		if active >= 4 {
 			return
 		}
-		u := w.pickUser()
-		job, err := w.gangJob(u, w.queueFor(u), 2+w.intn(3))
+		u := w.users[w.intn(len(w.users))]
+		job, err := w.gangJob(u, w.queueFor(u), 2+w.intn(2))
 		if err != nil {
 			return
 		}

@@ -711,7 +711,11 @@ func (r *runner) settled(ctx context.Context, name string, t0 time.Time, after *
 			fm, merr := r.apiModel(ctx)
 			if err == nil && merr == nil {
 				var e int
-				ms := fm.snap()
+				// Usage only: a follower's scheduling queue runs PreEnqueue
+				// too, so it reserves for gangs whose pods it admits but
+				// never binds (only the leader schedules); its
+				// reservations are its own decisions, not the cluster's.
+				s, ms := withoutReserved(s), withoutReserved(fm.snap())
 				lines, e, _ = diff(s, ms)
 				exact = e == 0
 				apps = driftApps(s, ms)
