@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 )
@@ -29,14 +30,25 @@ func authBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
-// DelegatingAuth returns a filter that delegates to the API server, the way
-// Kubernetes components protect their own endpoints: the bearer token is
-// checked with a TokenReview, then the request with a SubjectAccessReview
-// for verb get on the request's path as a non-resource URL (as for
-// kube-scheduler's /metrics). RBAC grants it with
-// `nonResourceURLs: ["/", "/ws/v1/*"], verbs: ["get"]`. There is no
-// anonymous access: a request without a token is refused.
-func DelegatingAuth(authn authenticationclient.AuthenticationV1Interface, authz authorizationclient.AuthorizationV1Interface) (Filter, error) {
+// Auth protects the API the way Kubernetes components protect their own
+// endpoints, delegating to the API server: every path but /healthz and
+// /readyz is authenticated (a bearer token, TokenReview); every one of them
+// but the caller's own usage (/ws/v1/partition/{p}/usage/me) is also
+// authorized (SubjectAccessReview for verb get on the request's path as a
+// non-resource URL, as for kube-scheduler's /metrics; RBAC grants it with
+// `nonResourceURLs: ["/", "/ws/v1/*"], verbs: ["get"]`). The caller's own
+// usage needs no RBAC: it shows only what the authenticated name and
+// groups select (docs/security.md, "Each user sees their own"). There is
+// no anonymous access: a request without a token is refused.
+type Auth struct {
+	Authenticator authenticator.Request
+	Authorizer    authorizer.Authorizer
+}
+
+// DelegatingAuth returns the Auth that asks the API server: TokenReviews
+// through authn, SubjectAccessReviews through authz, each answer cached
+// for authCacheTTL.
+func DelegatingAuth(authn authenticationclient.AuthenticationV1Interface, authz authorizationclient.AuthorizationV1Interface) (*Auth, error) {
 	a, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
 		TokenAccessReviewClient:  authn,
 		TokenAccessReviewTimeout: authTimeout,
@@ -55,46 +67,59 @@ func DelegatingAuth(authn authenticationclient.AuthenticationV1Interface, authz 
 	if err != nil {
 		return nil, fmt.Errorf("delegating authorization: %w", err)
 	}
-	return AuthFilter(a, z), nil
+	return &Auth{Authenticator: a, Authorizer: z}, nil
 }
 
-// AuthFilter authenticates every request with authn and authorizes it with
-// authz as verb get on its path (a non-resource request): 401 when the
-// caller is not authenticated, 403 when not allowed, both with a JSON Error.
-func AuthFilter(authn authenticator.Request, authz authorizer.Authorizer) Filter {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			resp, ok, err := authn.AuthenticateRequest(r)
-			if err != nil || !ok {
-				why := "send a bearer token the API server accepts: Authorization: Bearer TOKEN"
-				if err != nil {
-					why = err.Error()
-				}
-				w.Header().Set("WWW-Authenticate", `Bearer realm="userquota"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", why)
-				return
+// authenticate answers 401 with a JSON Error unless the request carries
+// credentials the authenticator accepts; otherwise it puts the caller in
+// the request's context (request.UserFrom reads it) and goes on.
+func (a *Auth) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, ok, err := a.Authenticator.AuthenticateRequest(r)
+		if err != nil || !ok {
+			why := "send a bearer token the API server accepts: Authorization: Bearer TOKEN"
+			if err != nil {
+				why = err.Error()
 			}
-			attrs := authorizer.AttributesRecord{
-				User: resp.User,
-				// HEAD reads what GET reads: one RBAC verb for both.
-				Verb:            "get",
-				Path:            r.URL.Path,
-				ResourceRequest: false,
+			w.Header().Set("WWW-Authenticate", `Bearer realm="userquota"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", why)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), resp.User)))
+	})
+}
+
+// authorize answers 403 with a JSON Error unless the authorizer allows the
+// caller (put in the context by authenticate) verb get on the request's
+// path, a non-resource request. Without a caller in the context it refuses:
+// authorize never runs alone.
+func (a *Auth) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := request.UserFrom(r.Context())
+		if !ok {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("forbidden: cannot get path %q", r.URL.Path), "the request was not authenticated")
+			return
+		}
+		attrs := authorizer.AttributesRecord{
+			User: u,
+			// HEAD reads what GET reads: one RBAC verb for both.
+			Verb:            "get",
+			Path:            r.URL.Path,
+			ResourceRequest: false,
+		}
+		decision, reason, err := a.Authorizer.Authorize(r.Context(), attrs)
+		if decision != authorizer.DecisionAllow {
+			why := reason
+			if err != nil {
+				why = err.Error()
 			}
-			decision, reason, err := authz.Authorize(r.Context(), attrs)
-			if decision != authorizer.DecisionAllow {
-				why := reason
-				if err != nil {
-					why = err.Error()
-				}
-				if why == "" {
-					why = `no RBAC rule allows it: grant verbs ["get"] on nonResourceURLs ["/", "/ws/v1/*"]`
-				}
-				writeError(w, http.StatusForbidden,
-					fmt.Sprintf("forbidden: user %q cannot get path %q", resp.User.GetName(), r.URL.Path), why)
-				return
+			if why == "" {
+				why = `no RBAC rule allows it: grant verbs ["get"] on nonResourceURLs ["/", "/ws/v1/*"]`
 			}
-			next.ServeHTTP(w, r)
-		})
-	}
+			writeError(w, http.StatusForbidden,
+				fmt.Sprintf("forbidden: user %q cannot get path %q", u.GetName(), r.URL.Path), why)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

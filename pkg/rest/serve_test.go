@@ -232,6 +232,15 @@ func TestDelegatingAuth(t *testing.T) {
 	if status, _, _ := get(t, h, "GET", "/healthz", nil); status != 200 {
 		t.Errorf("healthz without a token: %d", status)
 	}
+	// The caller's own usage: a TokenReview (cached; the authenticator adds
+	// system:authenticated), no SubjectAccessReview.
+	if status, body, _ := get(t, h, "GET", "/ws/v1/partition/default/usage/me", bearer); status != 200 ||
+		body != `{"userName":"alice","groups":["ops","system:authenticated"],"user":{"userName":"alice","groups":{},"queues":null},"groupUsage":[]}`+"\n" {
+		t.Errorf("own usage: %d %s", status, body)
+	}
+	if status, _, _ := get(t, h, "GET", "/ws/v1/partition/default/usage/me", http.Header{"Authorization": {"Bearer bad"}}); status != 401 {
+		t.Errorf("own usage, bad token: %d", status)
+	}
 	// HEAD is reviewed as get; the second GET / is answered from the cache.
 	want := "alice get /ws/v1/partition/default/usage/user/sue,alice get /"
 	mu.Lock()

@@ -1,5 +1,6 @@
 // Package rest serves the quota usage over HTTP: YuniKorn's usage endpoints
-// and JSON shape (/ws/v1/partition/{p}/usage/...), the queue tree in
+// and JSON shape (/ws/v1/partition/{p}/usage/...), the caller's own usage
+// (/ws/v1/partition/{p}/usage/me, which needs no RBAC), the queue tree in
 // YuniKorn's queue shape with guaranteed, max and runtime shares
 // (/ws/v1/partition/{p}/queues), the queue config in force (/ws/v1/config),
 // a read-only HTML usage page (/), and health and readiness (/healthz,
@@ -41,9 +42,6 @@ type Usage interface {
 // alone has the live usage, and when not, why (shown to clients).
 type LeaderFunc func() (leading bool, why string)
 
-// Filter wraps a handler, e.g. with authentication and authorization.
-type Filter func(http.Handler) http.Handler
-
 // Options configure the handler. Usage is required.
 type Options struct {
 	// Partition is the partition the scheduler enforces; the only one the
@@ -69,8 +67,10 @@ type Options struct {
 	// Leader is the leader check; nil means always leading (one replica).
 	Leader LeaderFunc
 	// Auth protects every path except /healthz and /readyz (which kubelet
-	// probes without credentials); nil means no protection.
-	Auth Filter
+	// probes without credentials): all of them authenticated, all but the
+	// caller's own usage (/usage/me) authorized. nil means no protection
+	// (and no caller: /usage/me then answers 400).
+	Auth *Auth
 }
 
 // NewHandler returns the API's handler. It panics if o.Usage is nil (a
@@ -87,15 +87,21 @@ func NewHandler(o Options) http.Handler {
 	api.HandleFunc("/ws/v1/config", s.config)
 	api.HandleFunc("/{$}", s.leaderOnly(s.page))
 	api.HandleFunc("/", s.notFound)
-	var protected http.Handler = api
+	// The caller's own usage is routed by the same mux that routes
+	// everything else past authentication, so the path that skips the
+	// SubjectAccessReview is exactly the path its handler serves.
+	var whole http.Handler = api
+	var self http.Handler = s.leaderOnly(s.self)
 	if o.Auth != nil {
-		protected = o.Auth(api)
+		whole = o.Auth.authenticate(o.Auth.authorize(api))
+		self = o.Auth.authenticate(self)
 	}
 
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", s.healthz)
 	root.HandleFunc("/readyz", s.readyz)
-	root.Handle("/", protected)
+	root.Handle(SelfPattern, self)
+	root.Handle("/", whole)
 	return getOnly(root)
 }
 
@@ -249,7 +255,7 @@ func (s *server) usage(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown usage kind %q", kind),
-			"want users, user/NAME, groups, group/NAME or queues")
+			"want users, user/NAME, groups, group/NAME, queues or me")
 		return
 	}
 	u := s.opts.Usage

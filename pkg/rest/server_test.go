@@ -60,9 +60,9 @@ func TestEndpoints(t *testing.T) {
 		{name: "unknown endpoint", path: "/ws/v1/queues", status: 404,
 			body: errorJSON(404, "no such endpoint: /ws/v1/queues", "see docs/api.md for the endpoints")},
 		{name: "usage without a kind", path: "/ws/v1/partition/default/usage", status: 400,
-			body: errorJSON(400, `unknown usage kind ""`, "want users, user/NAME, groups, group/NAME or queues")},
+			body: errorJSON(400, `unknown usage kind ""`, "want users, user/NAME, groups, group/NAME, queues or me")},
 		{name: "usage/ without a kind", path: "/ws/v1/partition/default/usage/", status: 400,
-			body: errorJSON(400, `unknown usage kind ""`, "want users, user/NAME, groups, group/NAME or queues")},
+			body: errorJSON(400, `unknown usage kind ""`, "want users, user/NAME, groups, group/NAME, queues or me")},
 
 		{name: "user without a name", path: usage + "user", status: 400,
 			body: errorJSON(400, "/usage/user needs a name: /usage/user/NAME", "/usage/user needs a name: /usage/user/NAME")},
@@ -71,7 +71,7 @@ func TestEndpoints(t *testing.T) {
 		{name: "users with a name", path: usage + "users/sue", status: 400,
 			body: errorJSON(400, "/usage/users takes no name", "/usage/users takes no name")},
 		{name: "unknown kind", path: usage + "apps", status: 400,
-			body: errorJSON(400, `unknown usage kind "apps"`, "want users, user/NAME, groups, group/NAME or queues")},
+			body: errorJSON(400, `unknown usage kind "apps"`, "want users, user/NAME, groups, group/NAME, queues or me")},
 		{name: "too many segments", path: usage + "user/sue/extra", status: 400,
 			body: errorJSON(400, "too many path segments after /usage/", `escape a "/" in a name as %2F`)},
 		{name: "control character in a name", path: usage + "group/a%01b", status: 400,
@@ -248,7 +248,7 @@ func (ap allowPaths) Authorize(_ context.Context, a authorizer.Attributes) (auth
 
 func TestAuthFilter(t *testing.T) {
 	opts := testOptions(t)
-	opts.Auth = AuthFilter(tokens{"t-admin": "admin", "t-eve": "eve"}, allowPaths{"admin": {"/ws/v1/", "/"}, "eve": {"/ws/v1/config"}})
+	opts.Auth = &Auth{Authenticator: tokens{"t-admin": "admin", "t-eve": "eve"}, Authorizer: allowPaths{"admin": {"/ws/v1/", "/"}, "eve": {"/ws/v1/config"}}}
 	h := NewHandler(opts)
 	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
 	tests := []struct {
