@@ -25,7 +25,7 @@ and shows a scheduler's live usage.
 Usage:
   userquotactl validate FILE
   userquotactl simulate --config FILE --trace FILE [--partition NAME] [--requeue] [--starvation D]
-  userquotactl usage --server URL [--user NAME | --group NAME] [-o tree|json]
+  userquotactl usage --server URL [--user NAME | --group NAME | --me] [-o tree|json]
   userquotactl help
 
 Commands:
@@ -40,8 +40,10 @@ Commands:
   usage     Show the live usage from the scheduler's REST API: the queues,
             every user and every group (or one, with --user or --group), as
             tables of usage/limit (percent) per resource; rows at or over 90%
-            of a limit start with "!". Exit 1 when the server cannot be read
-            or does not know the user or group.
+            of a limit start with "!". --me shows only your own usage and
+            your groups', and needs no RBAC on the API, only your token.
+            Exit 1 when the server cannot be read or does not know the user
+            or group.
 
 Flags for simulate:
   --config FILE     the initial queue config (required)
@@ -57,6 +59,8 @@ Flags for simulate:
 Flags for usage:
   --server URL                 the REST API, e.g. http://127.0.0.1:9089 (required)
   --user NAME | --group NAME   one user or one group (default: everything)
+  --me                         the caller's own usage and their groups' (the
+                               user the token authenticates as)
   -o tree|json                 tables (default), or the server's JSON
   --partition NAME             the partition (default "default")
   --token TOKEN                bearer token (a server with restAuth: true)

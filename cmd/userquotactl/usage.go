@@ -19,6 +19,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/rest/dao"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -29,7 +30,7 @@ const hotPercent = 90
 type usageFlags struct {
 	server, partition, user, group, output string
 	token, tokenFile, caFile               string
-	insecure                               bool
+	insecure, me                           bool
 	timeout                                time.Duration
 }
 
@@ -42,6 +43,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.partition, "partition", "default", "")
 	fs.StringVar(&f.user, "user", "", "")
 	fs.StringVar(&f.group, "group", "", "")
+	fs.BoolVar(&f.me, "me", false, "")
 	fs.StringVar(&f.output, "o", "tree", "")
 	fs.StringVar(&f.output, "output", "tree", "")
 	fs.StringVar(&f.token, "token", "", "")
@@ -59,6 +61,8 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 		return badArgs(stderr, "usage: missing --server")
 	case f.user != "" && f.group != "":
 		return badArgs(stderr, "usage: --user and --group exclude each other")
+	case f.me && (f.user != "" || f.group != ""):
+		return badArgs(stderr, "usage: --me excludes --user and --group")
 	case f.output != "tree" && f.output != "json":
 		return badArgs(stderr, fmt.Sprintf("usage: -o must be tree or json, not %q", f.output))
 	case f.partition == "":
@@ -77,6 +81,14 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 	}
 	prefix := "/ws/v1/partition/" + url.PathEscape(f.partition) + "/usage/"
 	switch {
+	case f.me:
+		err = c.usage(stdout, f.output, prefix+"me", func(body []byte) error {
+			var me dao.SelfUsage
+			if err := json.Unmarshal(body, &me); err != nil {
+				return err
+			}
+			return printSelf(stdout, me)
+		})
 	case f.user != "":
 		err = c.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), func(body []byte) error {
 			var u ugm.UserUsage
@@ -236,6 +248,28 @@ func printJSON(w io.Writer, body []byte) error {
 	buf.WriteByte('\n')
 	_, err := io.WriteString(w, printable(buf.String(), true))
 	return err
+}
+
+// printSelf prints the caller's own usage (/usage/me): who the server
+// took them for, their tree, and their groups' trees.
+func printSelf(w io.Writer, me dao.SelfUsage) error {
+	groups := "no groups"
+	if len(me.Groups) > 0 {
+		groups = "groups " + strings.Join(me.Groups, ", ")
+	}
+	fmt.Fprintln(w, printable("you are "+me.UserName+" ("+groups+")", false))
+	fmt.Fprintln(w)
+	seen := printUserTree(w, me.User)
+	for _, g := range me.GroupUsage {
+		fmt.Fprintln(w)
+		seen = seen.or(printGroupTree(w, g))
+	}
+	if len(me.GroupUsage) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "group usage is every member's; %s are other users' applications and gangs\n", dao.Hidden)
+	}
+	legend(w, seen)
+	return nil
 }
 
 func printUser(w io.Writer, u ugm.UserUsage) error {
