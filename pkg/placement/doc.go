@@ -11,10 +11,12 @@
 //
 // # Semantics
 //
-// With rules configured (the partition's placementrules), they run in
-// order and the first that yields a usable queue wins; a rule that yields
-// a queue that is a parent, is draining, or whose ACLs deny the user is
-// skipped, as in YuniKorn. No rule: the pod is refused with the outcome of
+// With rules configured (the partition's placementrules: provided, user,
+// tag, fixed, and primaryGroup and secondaryGroup, which name the queue
+// after the user's first group or the first other group whose queue
+// exists), they run in order and the first that yields a usable queue
+// wins; a rule that yields a queue that is a parent, is draining, or whose
+// ACLs deny the user is skipped, as in YuniKorn. No rule: the pod is refused with the outcome of
 // every rule. A rule that yields an invalid queue name, a parent rule that
 // yields a leaf, or a queue that cannot be created under a leaf refuses the
 // pod at once (YuniKorn rejects the application).

@@ -7,8 +7,8 @@ import (
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
-// FuzzPlace feeds arbitrary pod facts to a rule chain that uses every rule
-// kind, filters (names and regular expressions), parent rules and ACLs:
+// FuzzPlace feeds arbitrary pod facts (groups comma-separated) to a rule
+// chain that uses every rule kind, filters (names and regular expressions), parent rules and ACLs:
 // placement must never panic, and a placement it returns must be a full,
 // lower-case path of valid queue names.
 func FuzzPlace(f *testing.F) {
@@ -30,6 +30,18 @@ func FuzzPlace(f *testing.F) {
       name: tag
       value: namespace
       create: true
+  - name: secondaryGroup
+    parent:
+      name: fixed
+      value: root.team
+  - name: primaryGroup
+    create: true
+    filter:
+      type: deny
+      groups: [nobody]
+    parent:
+      name: fixed
+      value: root.team
   - name: user
     create: true
     filter:
@@ -43,10 +55,12 @@ func FuzzPlace(f *testing.F) {
 	f.Add("john.doe", "", "", "Team", "a.b", "web")
 	f.Add("", "", "", "", "", "")
 	f.Add("mallory", "batch", "kube-system", "TEAM", "root.open", "root")
+	f.Add("eve", "ops,Data.Sci,sue", "", "", "", "")
+	f.Add("eve", "root.x,a b,nobody", "", "", "", "")
 	f.Fuzz(func(t *testing.T, user, group, ns, key, value, queue string) {
 		in := &Input{User: user, Namespace: ns, Labels: map[string]string{key: value}, Queue: queue}
 		if group != "" {
-			in.Groups = []string{group}
+			in.Groups = strings.Split(group, ",")
 		}
 		for _, opts := range []Options{{}, {SkipACL: true}} {
 			got, err := pol.Place(in, fakeQueues{"root.team.sue": "leaf"}, opts)

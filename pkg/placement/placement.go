@@ -131,7 +131,7 @@ func (pol *Policy) Place(in *Input, qs Queues, opts Options) (Result, error) {
 		if err == nil && path != "" {
 			why, err = pol.usable(path, in, qs, opts)
 			if err == nil && why == "" {
-				return Result{Queue: path, Create: r.create, Rule: r.String()}, nil
+				return Result{Queue: path, Create: r.mayCreate(), Rule: r.String()}, nil
 			}
 		}
 		if err != nil {

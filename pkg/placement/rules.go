@@ -11,11 +11,34 @@ import (
 
 // Rule names, as YuniKorn spells them (lower-cased by the parser).
 const (
-	ruleProvided = "provided"
-	ruleUser     = "user"
-	ruleTag      = "tag"
-	ruleFixed    = "fixed"
+	ruleProvided       = queueconfig.RuleProvided
+	ruleUser           = queueconfig.RuleUser
+	ruleTag            = queueconfig.RuleTag
+	ruleFixed          = queueconfig.RuleFixed
+	rulePrimaryGroup   = queueconfig.RulePrimaryGroup
+	ruleSecondaryGroup = queueconfig.RuleSecondaryGroup
 )
+
+// ruleDisplay spells the group rules as the config does, for messages.
+var ruleDisplay = map[string]string{
+	rulePrimaryGroup:   "primaryGroup",
+	ruleSecondaryGroup: "secondaryGroup",
+}
+
+// displayName is the rule's name as messages spell it.
+func displayName(name string) string {
+	if d, ok := ruleDisplay[name]; ok {
+		return d
+	}
+	return name
+}
+
+// fromIdentity reports whether the rule names its queue after who submits
+// (the user or a group): such a name is never a full path, whatever it
+// holds, so a user or group "root.x" cannot pick a queue by its name.
+func fromIdentity(name string) bool {
+	return name == ruleUser || name == rulePrimaryGroup || name == ruleSecondaryGroup
+}
 
 // dotReplacement replaces a dot in a generated queue name: a dot separates
 // the levels of a path, so a user "john.doe" gets the queue john_dot_doe.
@@ -47,7 +70,7 @@ func compileRule(r *queueconfig.PlacementRule) *rule {
 // String describes the rule for messages: "tag namespace (create, parent
 // fixed root.namespaces, filter allow users john)".
 func (r *rule) String() string {
-	s := r.name
+	s := displayName(r.name)
 	if r.value != "" {
 		s += " " + r.value
 	}
@@ -65,6 +88,13 @@ func (r *rule) String() string {
 		s += " (" + strings.Join(opts, ", ") + ")"
 	}
 	return s
+}
+
+// mayCreate reports whether a queue the rule placed a pod in may be
+// created: never for secondaryGroup, which only places in a queue that
+// exists (its create flag has no effect; the config notice says so).
+func (r *rule) mayCreate() bool {
+	return r.create && r.name != ruleSecondaryGroup
 }
 
 // place runs the rule for in. It returns the full path of the queue the
@@ -85,19 +115,31 @@ func (r *rule) place(pol *Policy, in *Input, qs Queues) (path, why string, err e
 		}
 	case ruleUser:
 		name = in.User
+	case rulePrimaryGroup:
+		if len(in.Groups) == 0 {
+			return "", fmt.Sprintf("user %q has no groups", in.User), nil
+		}
+		name = in.Groups[0]
+	case ruleSecondaryGroup:
+		if len(secondaryGroups(in.Groups)) == 0 {
+			return "", fmt.Sprintf("user %q has no secondary groups", in.User), nil
+		}
 	case ruleFixed:
 		name = r.value
 	default:
-		// The validator accepts any rule name, as YuniKorn's config parser
-		// does; YuniKorn then fails to build the rule set. Never match.
-		return "", fmt.Sprintf("unknown rule %q (known: provided, user, tag, fixed)", r.name), nil
+		// The config refuses a rule name it does not know (as YuniKorn
+		// refuses to build such a rule set); never match one regardless.
+		return "", fmt.Sprintf("unknown rule %q (known: provided, user, tag, fixed, primaryGroup, secondaryGroup)", r.name), nil
 	}
 	if !r.filter.allows(in.User, in.Groups) {
 		return "", r.filter.refusal(in.User, in.Groups), nil
 	}
+	if r.name == ruleSecondaryGroup {
+		return r.placeSecondary(pol, in, qs)
+	}
 	name = strings.ToLower(name)
 	switch {
-	case r.name != ruleUser && (strings.HasPrefix(name, "root.") || r.name == ruleFixed && name == "root"):
+	case !fromIdentity(r.name) && (strings.HasPrefix(name, "root.") || r.name == ruleFixed && name == "root"):
 		// A full path: the parent rule is not run.
 		for _, part := range strings.Split(name, ".") {
 			if !queueconfig.IsQueueName(part) {
@@ -128,19 +170,9 @@ func (r *rule) place(pol *Policy, in *Input, qs Queues) (path, why string, err e
 		if !queueconfig.IsQueueName(child) {
 			return "", "", fmt.Errorf("%q is not a valid queue name (1 to 64 of letters, digits and _ - : # / @)", child)
 		}
-		parent := "root"
-		if r.parent != nil {
-			pp, pwhy, perr := r.parent.place(pol, in, qs)
-			if perr != nil {
-				return "", "", fmt.Errorf("parent rule %s: %w", r.parent.name, perr)
-			}
-			if pp == "" {
-				return "", fmt.Sprintf("parent rule %s: %s", r.parent.name, pwhy), nil
-			}
-			if st := pol.state(pp, qs); st.exists && st.leaf {
-				return "", "", fmt.Errorf("parent rule %s gave %s, which is a leaf queue", r.parent.name, pp)
-			}
-			parent = pp
+		parent, pwhy, perr := r.parentPath(pol, in, qs)
+		if perr != nil || parent == "" {
+			return "", pwhy, perr
 		}
 		path = parent + "." + child
 	}
@@ -148,6 +180,78 @@ func (r *rule) place(pol *Policy, in *Input, qs Queues) (path, why string, err e
 		return "", fmt.Sprintf("%s does not exist and create is false", path), nil
 	}
 	return path, "", nil
+}
+
+// parentPath runs the rule's parent rule: the queue the rule's queue goes
+// below, root without a parent rule. "" and why when the parent rule
+// yields nothing; an error when it refuses the pod or gives a leaf.
+func (r *rule) parentPath(pol *Policy, in *Input, qs Queues) (parent, why string, err error) {
+	if r.parent == nil {
+		return "root", "", nil
+	}
+	pname := displayName(r.parent.name)
+	pp, pwhy, perr := r.parent.place(pol, in, qs)
+	if perr != nil {
+		return "", "", fmt.Errorf("parent rule %s: %w", pname, perr)
+	}
+	if pp == "" {
+		return "", fmt.Sprintf("parent rule %s: %s", pname, pwhy), nil
+	}
+	if st := pol.state(pp, qs); st.exists && st.leaf {
+		return "", "", fmt.Errorf("parent rule %s gave %s, which is a leaf queue", pname, pp)
+	}
+	return pp, "", nil
+}
+
+// secondaryGroups are the user's groups after the first (the primary),
+// without the primary group listed again.
+func secondaryGroups(groups []string) []string {
+	if len(groups) < 2 {
+		return nil
+	}
+	out := make([]string, 0, len(groups)-1)
+	for _, g := range groups[1:] {
+		if g != "" && g != groups[0] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// maxListed bounds the queues a secondaryGroup message lists.
+const maxListed = 5
+
+// placeSecondary is the secondaryGroup rule after its filter: the queue,
+// below the parent rule's queue (root without one), named after the first
+// secondary group for which that queue exists, configured or dynamic. It
+// never creates a queue; a group whose name is no queue name cannot have
+// one and is passed over.
+func (r *rule) placeSecondary(pol *Policy, in *Input, qs Queues) (path, why string, err error) {
+	parent, pwhy, perr := r.parentPath(pol, in, qs)
+	if perr != nil || parent == "" {
+		return "", pwhy, perr
+	}
+	var missing []string
+	for _, g := range secondaryGroups(in.Groups) {
+		child := strings.ReplaceAll(strings.ToLower(g), ".", dotReplacement)
+		if !queueconfig.IsQueueName(child) {
+			continue
+		}
+		p := parent + "." + child
+		if pol.state(p, qs).exists {
+			return p, "", nil
+		}
+		missing = append(missing, p)
+	}
+	list := missing
+	if len(list) > maxListed {
+		list = append(list[:maxListed:maxListed], fmt.Sprintf("and %d more", len(missing)-maxListed))
+	}
+	verb := "do not exist"
+	if len(missing) == 1 {
+		verb = "does not exist"
+	}
+	return "", fmt.Sprintf("no secondary group of user %q has a queue: %s %s", in.User, strings.Join(list, ", "), verb), nil
 }
 
 // tagValue reads a tag rule's tag from the pod: the namespace for

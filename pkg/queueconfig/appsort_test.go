@@ -75,7 +75,7 @@ func TestAppSortNotices(t *testing.T) {
 		{
 			name:   "another property still reported",
 			queues: "          - name: a\n            properties: {application.sort.policy: fair, some.other: x}\n",
-			want:   []string{"partitions[0].queues[0].queues[0].properties: " + noticeAccepted},
+			want:   []string{"partitions[0].queues[0].queues[0].properties[\"some.other\"]: some.other on root.a: " + noticeOtherProperty},
 		},
 		{
 			name:   "fifo and fair give none",

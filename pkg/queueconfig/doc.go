@@ -26,6 +26,14 @@
 //     resources (YuniKorn loses track of it there).
 //   - Placement rules compare rule names and queue names ignoring case, and
 //     treat a queue with children as a parent even without `parent: true`.
+//   - Placement rule names are checked when the config loads (YuniKorn
+//     checks them only when it builds the rule set, and then keeps the old
+//     one): an unknown name, a tag or fixed rule without a value, and a
+//     fixed rule with a full path and a parent rule are errors. The
+//     primaryGroup and secondaryGroup rules of YuniKorn's configuration
+//     design, which its releases lack, are accepted.
+//   - Keys that load but are not acted on are reported as Notices, each
+//     naming the key (notices.go).
 //   - application.sort.policy ignores case and spaces around the value,
 //     and any value but fifo, fair or stateaware (read as fifo, with a
 //     notice) is an error; YuniKorn takes an unknown value as fifo and only

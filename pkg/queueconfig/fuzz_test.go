@@ -25,6 +25,7 @@ var fuzzSeeds = []string{
 	"partitions:\n- queues:\n  - {name: a, maxapplications: 5, queues: [{name: b, maxapplications: 9, limits: [{users: [u], maxapplications: 10}]}]}\n",
 	"partitions:\n  - queues:\n      - name: root\n        <<: {maxapplications: 3}\n",
 	"checksum: x\npartitions:\n  - queues: [{name: root}]\n---\nmore: 1\n",
+	"partitions:\n  - queues: [{name: root, queues: [{name: g, parent: true, childtemplate: {properties: {priority.offset: x}}}]}]\n    placementrules: [{name: secondaryGroup, create: true, value: v, parent: {name: primarygroup, parent: {name: fixed, value: g}}}, {name: tag}, {name: grp}]\n",
 }
 
 // FuzzParse checks that Parse never panics and always returns exactly one

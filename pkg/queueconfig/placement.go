@@ -9,6 +9,29 @@ import (
 // Placement rules are checked as YuniKorn checks them, so that a config
 // YuniKorn would refuse is refused here too; pkg/placement runs them.
 
+// Placement rule names, lower-cased as PlacementRule.Name holds them.
+const (
+	RuleProvided = "provided"
+	RuleUser     = "user"
+	RuleTag      = "tag"
+	RuleFixed    = "fixed"
+	// RulePrimaryGroup and RuleSecondaryGroup are the rules YuniKorn's
+	// configuration design names (PrimaryGroupName, SecondaryGroupName):
+	// the user's first group, and the first of the others whose queue
+	// exists (docs/placement.md).
+	RulePrimaryGroup   = "primarygroup"
+	RuleSecondaryGroup = "secondarygroup"
+)
+
+// knownRules are the rule names a config may use.
+var knownRules = map[string]bool{
+	RuleProvided: true, RuleUser: true, RuleTag: true, RuleFixed: true,
+	RulePrimaryGroup: true, RuleSecondaryGroup: true,
+}
+
+// knownRulesText lists them as the config spells them, for messages.
+const knownRulesText = "provided, user, tag, fixed, primaryGroup or secondaryGroup"
+
 // checkPlacementRules applies YuniKorn's placement rule checks: rule names,
 // filters, and the fixed part of each rule chain against the queue tree.
 func (v *validator) checkPlacementRules(pb *partBuild) {
@@ -31,6 +54,8 @@ func (v *validator) checkRule(r *rawRule) {
 			p = r.p
 		}
 		v.errs.at(p, "invalid placement rule name %q: a letter or _ first, then letters, digits or _", shorten(r.rule.Name))
+	} else {
+		v.checkRuleKind(r)
 	}
 	if r.parent != nil {
 		v.checkRule(r.parent)
@@ -51,6 +76,39 @@ func (v *validator) checkRule(r *rawRule) {
 	if len(f.Groups) == 1 && !groupRE.MatchString(f.Groups[0]) && !isRegexp(f.Groups[0]) {
 		v.errs.at(fp, "invalid placement filter groups %q: a single entry must be a group name or a regular expression", shorten(f.Groups[0]))
 	}
+}
+
+// checkRuleKind checks a rule whose name is well formed: YuniKorn fails to
+// build a rule set with a rule it does not know, a tag or fixed rule
+// without a value, or a fixed rule giving a full path with a parent rule;
+// each would otherwise load and never place a pod (or never run its
+// parent rule).
+func (v *validator) checkRuleKind(r *rawRule) {
+	name := strings.ToLower(r.rule.Name)
+	if !knownRules[name] {
+		p := r.nameP
+		if p.line == 0 {
+			p = r.p
+		}
+		v.errs.at(p, "unknown placement rule %q: use %s", shorten(r.rule.Name), knownRulesText)
+		return
+	}
+	value := strings.TrimSpace(r.rule.Value)
+	switch {
+	case name == RuleTag && value == "":
+		v.errs.at(r.p, "a tag rule needs a value: the tag to read (namespace, or a label or annotation name)")
+	case name == RuleFixed && value == "":
+		v.errs.at(r.p, "a fixed rule needs a value: the queue to place pods in")
+	case name == RuleFixed && r.parent != nil && isFullPath(value):
+		v.errs.at(r.p, "a fixed rule with a full path (%s) takes no parent rule: the parent rule would never run", shorten(value))
+	}
+}
+
+// isFullPath reports whether a fixed rule's value is a full queue path,
+// which pkg/placement uses as is.
+func isFullPath(value string) bool {
+	v := strings.ToLower(value)
+	return v == rootName || strings.HasPrefix(v, rootName+".")
 }
 
 // isRegexp reports whether s compiles and uses regexp syntax.
@@ -91,6 +149,9 @@ func (v *validator) checkRulePath(pb *partBuild, no int, r *rawRule) {
 			continue
 		}
 		value := x.rule.Value
+		if strings.TrimSpace(value) == "" {
+			return // reported by checkRuleKind
+		}
 		if strings.HasPrefix(value, rootName) {
 			if path != "" {
 				v.errs.at(r.p, "placement rule #%d (%s): only the first fixed rule of a chain may give a full path, got %q", no, names, shorten(value))

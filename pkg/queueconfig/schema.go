@@ -92,6 +92,10 @@ type rawRule struct {
 	nameP   pos
 	filterP pos
 	parent  *rawRule
+	// valueP and createP are where value and create are written; line 0
+	// when they are not.
+	valueP  pos
+	createP pos
 }
 
 // walkDocument reads the top level: partitions (and YuniKorn's own
@@ -337,6 +341,7 @@ func (w *walker) walkRule(n *yaml.Node, p pos, depth int) *rawRule {
 			r.rule.Name, _ = w.str(v, vp)
 		}},
 		{"create", func(v *yaml.Node, vp pos) {
+			r.createP = vp
 			r.rule.Create, _, _ = w.boolean(v, vp)
 		}},
 		{"filter", func(v *yaml.Node, vp pos) {
@@ -357,6 +362,7 @@ func (w *walker) walkRule(n *yaml.Node, p pos, depth int) *rawRule {
 			r.parent = w.walkRule(v, vp, depth+1)
 		}},
 		{"value", func(v *yaml.Node, vp pos) {
+			r.valueP = vp
 			r.rule.Value, _ = w.str(v, vp)
 		}},
 	})

@@ -9,10 +9,12 @@ type Config struct {
 	Partitions []*Partition
 	// Checksum is the hex SHA-256 of the YAML text the config was parsed from.
 	Checksum string
-	// Notices lists keys that were accepted but are not acted on yet
-	// ("partitions[0].preemption: accepted, not enforced yet"), one each,
-	// each partition whose submit ACL checks are off (no submitacl), and
-	// application.sort.policy: stateaware, read as fifo.
+	// Notices lists keys that were accepted but are not acted on, one per
+	// key naming where it is first set and what happens instead
+	// (`partitions[0].preemption.enabled: not read: ...`), each partition
+	// whose submit ACL checks are off (no submitacl), and
+	// application.sort.policy: stateaware, read as fifo. docs/mapping.md
+	// lists them.
 	Notices []string
 }
 
@@ -104,7 +106,7 @@ type ChildTemplate struct {
 
 // PlacementRule is one entry of a partition's placementrules.
 type PlacementRule struct {
-	Name   string // lower-cased: provided, user, tag, fixed, ...
+	Name   string // lower-cased: one of the Rule* names (placement.go)
 	Create bool
 	Parent *PlacementRule
 	Filter Filter

@@ -140,10 +140,10 @@ func (v *validator) checkQueue(pb *partBuild, q *Queue) {
 			v.checkQueueName(q, rq)
 		}
 		if rq.adminSet {
-			v.checkACL("adminacl", rq.adminACL, rq.adminACLP)
+			v.checkACL("adminacl", rq.adminACL, q.Path, rq.adminACLP)
 		}
 		if rq.submitSet {
-			v.checkACL("submitacl", rq.submitACL, rq.submitACLP)
+			v.checkACL("submitacl", rq.submitACL, q.Path, rq.submitACLP)
 		}
 		if rq.guaranteed.ok && rq.max.ok {
 			if g, mx, bad := rq.guaranteed.q.above(rq.max.q); bad {
@@ -209,14 +209,21 @@ func (v *validator) checkQueueName(q *Queue, rq *rawQueue) {
 }
 
 // checkACL applies YuniKorn's ACL syntax: "*", empty, or "users groups"
-// (comma-separated lists, at most one space between them).
-func (v *validator) checkACL(key, acl string, p pos) {
+// (comma-separated lists, one space between them). YuniKorn refuses an ACL
+// with a second space; here its entries after that space would never
+// match (" ops" is no group name), so the ACL would load and quietly deny
+// them: refused too. A wildcard or an empty ACL with spaces around it is
+// kept, as it says what it means.
+func (v *validator) checkACL(key, acl, queue string, p pos) {
 	t := strings.TrimSpace(acl)
 	if t == "" || t == wildcard {
 		return
 	}
-	if len(strings.Fields(t)) > 2 {
-		v.errs.at(p, "invalid %s %q: an ACL is a comma-separated user list, a space, then a comma-separated group list", key, shorten(acl))
+	switch {
+	case len(strings.Fields(t)) > 2:
+		v.errs.at(p, "invalid %s %q on %s: an ACL is a comma-separated user list, a space, then a comma-separated group list", key, shorten(acl), queue)
+	case strings.Count(acl, " ") > 1:
+		v.errs.at(p, "invalid %s %q on %s: it holds more than one space; an ACL is a comma-separated user list, one space, then a comma-separated group list, without spaces after commas (an entry after a second space would never match; YuniKorn refuses it too)", key, shorten(acl), queue)
 	}
 }
 

@@ -95,6 +95,15 @@ func TestACLs(t *testing.T) {
 		{"wildcard", children("          - name: a\n            submitacl: '*'\n"), ""},
 		{"empty denies", children("          - name: a\n            submitacl: ''\n"), ""},
 		{"three parts", children("          - name: a\n            adminacl: sue bob dev\n"), `line 7: partitions[0].queues[0].queues[0].adminacl: invalid adminacl "sue bob dev"`},
+		{"wildcard with spaces", children("          - name: a\n            submitacl: ' * '\n"), ""},
+		// Issue 20, point 6: an entry after a second space never matched
+		// (" ops" is no group name); YuniKorn refuses such an ACL.
+		{"a space after a comma in the groups", children("          - name: a\n            submitacl: \" dev, ops\"\n"),
+			`partitions[0].queues[0].queues[0].submitacl: invalid submitacl " dev, ops" on root.a: it holds more than one space`},
+		{"two spaces between users and groups", children("          - name: a\n            adminacl: \"sue  dev\"\n"),
+			`invalid adminacl "sue  dev" on root.a: it holds more than one space`},
+		{"a trailing space after groups", children("          - name: a\n            submitacl: \"sue dev \"\n"),
+			`invalid submitacl "sue dev " on root.a: it holds more than one space`},
 	})
 }
 
@@ -237,6 +246,20 @@ func TestPlacementRules(t *testing.T) {
 		{"two full paths", part("      - {name: fixed, value: root.team.dev, parent: {name: fixed, value: root.team}}\n"),
 			`placement rule #0 (fixed->fixed): only the first fixed rule of a chain may give a full path, got "root.team.dev"`},
 		{"relative fixed chain", part("      - {name: fixed, value: dev, parent: {name: fixed, value: team}}\n"), ""},
+		// Issue 20, point 6: rules that loaded and then did nothing.
+		{"group rules", part("      - {name: primaryGroup, create: true, parent: {name: fixed, value: root.users}}\n      - {name: SecondaryGroup, parent: {name: fixed, value: root.team}}\n      - {name: user, create: true, parent: {name: secondarygroup}}\n"), ""},
+		{"unknown rule", part("      - {name: usr, create: true}\n"),
+			`line 9: partitions[0].placementrules[0].name: unknown placement rule "usr": use provided, user, tag, fixed, primaryGroup or secondaryGroup`},
+		{"unknown parent rule", part("      - {name: user, create: true, parent: {name: group}}\n"),
+			`partitions[0].placementrules[0].parent.name: unknown placement rule "group"`},
+		{"tag without a value", part("      - {name: tag, create: true}\n"),
+			`partitions[0].placementrules[0]: a tag rule needs a value: the tag to read (namespace, or a label or annotation name)`},
+		{"fixed without a value", part("      - {name: fixed, create: true}\n"),
+			`partitions[0].placementrules[0]: a fixed rule needs a value: the queue to place pods in`},
+		{"fixed parent without a value", part("      - {name: user, create: true, parent: {name: fixed}}\n"),
+			`partitions[0].placementrules[0].parent: a fixed rule needs a value`},
+		{"a full fixed path with a parent rule", part("      - {name: fixed, value: root.default, parent: {name: user, create: true}}\n"),
+			`partitions[0].placementrules[0]: a fixed rule with a full path (root.default) takes no parent rule: the parent rule would never run`},
 	})
 }
 
