@@ -167,17 +167,29 @@ func (h *Handler) serve(review func(*admissionv1.AdmissionRequest) *admissionv1.
 // templatePaths is where each kind keeps the pod metadata and spec it
 // creates pods from (a Pod: itself).
 var templatePaths = map[string][]string{
-	"Pod":         nil,
-	"Deployment":  {"spec", "template"},
-	"ReplicaSet":  {"spec", "template"},
-	"StatefulSet": {"spec", "template"},
-	"DaemonSet":   {"spec", "template"},
-	"Job":         {"spec", "template"},
-	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
+	"Pod":                   nil,
+	"ReplicationController": {"spec", "template"},
+	"Deployment":            {"spec", "template"},
+	"ReplicaSet":            {"spec", "template"},
+	"StatefulSet":           {"spec", "template"},
+	"DaemonSet":             {"spec", "template"},
+	"Job":                   {"spec", "template"},
+	"CronJob":               {"spec", "jobTemplate", "spec", "template"},
 }
 
 // mutate stamps the requester's identity (or keeps a trusted one), and with
 // enforce sets schedulerName.
+//
+// The user info the scheduler reads (podmeta.UserInfoKeys: ours, then
+// YuniKorn's) is only vouched for when it passed this webhook: on an
+// object that named our scheduler when it was written. So an UPDATE that
+// moves an object to our scheduler (its schedulerName changed, or set here
+// in a namespace labelled enforce after the object existed) is checked as
+// a creation, whatever the old object carried; a trusted controller's
+// object that did not name our scheduler (a pod copied from such a
+// template, redirected here) keeps no user info; and YuniKorn's key, when
+// it stands alone, is a claim checked like ours, and is otherwise made to
+// agree with ours, so it is never the identity of an object of ours.
 func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admissionv1.AdmissionResponse {
 	logger := klog.Background().WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username, "operation", req.Operation)
 	base, ok := templatePaths[req.Kind.Kind]
@@ -197,6 +209,7 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 
 	// The scheduler, in an enforced namespace.
 	sched, _ := lookup(tmpl, []string{"spec"})["schedulerName"].(string)
+	namedUs := sched == h.cfg.SchedulerName
 	if enforce && sched != h.cfg.SchedulerName && (req.Operation == admissionv1.Create || req.Kind.Kind != "Pod") {
 		if sched != "" && sched != "default-scheduler" {
 			return denied(http.StatusForbidden, fmt.Sprintf("namespace %s is labelled %s=true: its pods are scheduled by %s, not %q (remove schedulerName or set it to %s)",
@@ -217,16 +230,38 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 			annotations[k] = s
 		}
 	}
-	got, has := annotations[podmeta.AnnotationUserInfo]
+	// The claim: ours, else YuniKorn's (the order the scheduler reads).
+	key := podmeta.AnnotationUserInfo
+	got, has := annotations[key]
+	theirs, hasTheirs := annotations[podmeta.YuniKornUserInfo]
+	if !has && hasTheirs {
+		key, got, has = podmeta.YuniKornUserInfo, theirs, true
+	}
+
+	// created: the user info is checked as at creation. An UPDATE is one
+	// when the old object did not name our scheduler (a switch, or a
+	// namespace labelled enforce after it was written): nothing checked
+	// what it carried. vouched: what the object carries passed this
+	// webhook (its template named our scheduler when written).
+	created, vouched := req.Operation == admissionv1.Create, namedUs
 	var old string
 	var hadOld bool
-	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+	if req.Operation == admissionv1.Update {
 		var oldObj map[string]any
-		if err := json.Unmarshal(req.OldObject.Raw, &oldObj); err == nil {
-			if om, ok := lookup(lookup(oldObj, base), []string{"metadata"})["annotations"].(map[string]any); ok {
+		_ = json.Unmarshal(req.OldObject.Raw, &oldObj)
+		oldTmpl := lookup(oldObj, base)
+		oldSched, _ := lookup(oldTmpl, []string{"spec"})["schedulerName"].(string)
+		vouched = oldSched == h.cfg.SchedulerName
+		created = !vouched
+		if vouched {
+			if om, ok := lookup(oldTmpl, []string{"metadata"})["annotations"].(map[string]any); ok {
 				old, hadOld = om[podmeta.AnnotationUserInfo].(string)
 			}
 		}
+	}
+	asCreated := ""
+	if req.Operation == admissionv1.Update && created {
+		asCreated = fmt.Sprintf("this update moves it to %s, so its user info is treated as at creation (nothing checked what it carried before): ", h.cfg.SchedulerName)
 	}
 
 	trusted := h.trusted(req.UserInfo)
@@ -234,7 +269,7 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	stamp := h.stamp(req.UserInfo)
 	var want string
 	switch {
-	case req.Operation == admissionv1.Update && hadOld:
+	case !created && hadOld:
 		// The original submitter stays: restored if an apply dropped it,
 		// refused if changed by anyone but a trusted requester.
 		switch {
@@ -246,17 +281,28 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 			want = got
 		default:
 			return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: annotation %s is set by the userquota webhook at creation and cannot be changed (it is %s; the request sets %s); only trusted requesters may change it, not %q",
-				req.Kind.Kind, req.Namespace, req.Name, podmeta.AnnotationUserInfo, old, got, req.UserInfo.Username))
+				req.Kind.Kind, req.Namespace, req.Name, key, old, got, req.UserInfo.Username))
 		}
-	case req.Operation == admissionv1.Update && !has && !hadOld:
+	case !created && !has:
 		// An object from before the webhook: updating it does not make
 		// the updater its submitter.
 		return patchResponse(patch)
-	case has && (trusted || submitter):
+	case has && (submitter || trusted && vouched):
 		want = got
+	case trusted && has:
+		// A controller's object from a template that did not name our
+		// scheduler (redirected in a namespace labelled enforce after the
+		// template was written), or its update moving one to us: nothing
+		// checked the claim, and a controller is nobody's submitter. It
+		// keeps no user info; the scheduler's requireUserInfo refuses the
+		// pod, naming the webhook.
+		delete(annotations, podmeta.AnnotationUserInfo)
+		delete(annotations, podmeta.YuniKornUserInfo)
+		logger.V(2).Info("Trusted requester's object did not name our scheduler; its unchecked user info is dropped", "userInfo", got)
+		return patchResponse(append(patch, patchOp{Op: "add", Path: ptr + "/metadata/annotations", Value: annotations}))
 	case has && !sameIdentity(got, stamp):
-		return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: annotation %s is set by the userquota webhook from who you are (%s); you may not set it to %s: remove it, or ask for %q to be made a trusted user or submitter",
-			req.Kind.Kind, req.Namespace, objName(req, obj), podmeta.AnnotationUserInfo, stamp, got, req.UserInfo.Username))
+		return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: %sannotation %s is set by the userquota webhook from who you are (%s); you may not set it to %s: remove it, or ask for %q to be made a trusted user or submitter",
+			req.Kind.Kind, req.Namespace, objName(req, obj), asCreated, key, stamp, got, req.UserInfo.Username))
 	case trusted:
 		// A controller creating from a template without an annotation: its
 		// own name is not a submitter; the scheduler's requireUserInfo
@@ -266,10 +312,17 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	default:
 		want = stamp
 	}
-	if has && got == want {
+	// Ours says want; YuniKorn's, when present, says the same (the
+	// scheduler reads ours first; other readers see no other claim).
+	changed := false
+	for _, k := range podmeta.UserInfoKeys {
+		if v, ok := annotations[k]; (ok || k == podmeta.AnnotationUserInfo) && v != want {
+			annotations[k], changed = want, true
+		}
+	}
+	if !changed {
 		return patchResponse(patch)
 	}
-	annotations[podmeta.AnnotationUserInfo] = want
 	if meta == nil {
 		patch = append(patch, patchOp{Op: "add", Path: ptr + "/metadata", Value: map[string]any{"annotations": annotations}})
 	} else {
