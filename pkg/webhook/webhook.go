@@ -200,6 +200,9 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		return denied(http.StatusBadRequest, fmt.Sprintf("%s: cannot decode the object: %v", req.Kind.Kind, err))
 	}
+	if resp := h.refuseFrozen(req, obj); resp != nil { // frozen.go
+		return resp
+	}
 	tmpl := lookup(obj, base)
 	if tmpl == nil {
 		return allowed()
