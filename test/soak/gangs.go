@@ -57,21 +57,18 @@ func (w *workload) gangJobs(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		active := 0
-		for _, ns := range podNamespaces {
-			list, err := w.c.client.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{})
-			if err != nil {
-				return
+		ok := w.eachJob(cctx, func(j *batchv1.Job) bool {
+			if !strings.HasPrefix(j.Name, gangPrefix) || j.DeletionTimestamp != nil {
+				return true
 			}
-			for _, j := range list.Items {
-				if !strings.HasPrefix(j.Name, gangPrefix) || j.DeletionTimestamp != nil {
-					continue
-				}
-				if j.Status.Succeeded == 0 && j.Status.Failed == 0 && time.Since(j.CreationTimestamp.Time) > gangPatience {
-					_ = w.c.client.BatchV1().Jobs(ns).Delete(cctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-					continue
-				}
-				active++
+			if j.Status.Succeeded == 0 && j.Status.Failed == 0 && time.Since(j.CreationTimestamp.Time) > gangPatience {
+				return false
 			}
+			active++
+			return true
+		})
+		if !ok {
+			return
 		}
 		if active >= 4 {
 			return

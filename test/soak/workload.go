@@ -444,26 +444,23 @@ func (w *workload) jobs(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		active := 0
-		for _, ns := range podNamespaces {
-			list, err := w.c.client.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{})
-			if err != nil {
-				return
-			}
-			for _, j := range list.Items {
-				done := false
-				for _, c := range j.Status.Conditions {
-					if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == v1.ConditionTrue {
-						done = true
-					}
-				}
-				if done || time.Since(j.CreationTimestamp.Time) > 2*time.Minute {
-					_ = w.c.client.BatchV1().Jobs(ns).Delete(cctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-					continue
-				}
-				if !strings.HasPrefix(j.Name, gangPrefix) { // gangJobs keeps its own count
-					active++
+		ok := w.eachJob(cctx, func(j *batchv1.Job) bool {
+			done := false
+			for _, c := range j.Status.Conditions {
+				if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == v1.ConditionTrue {
+					done = true
 				}
 			}
+			if done || time.Since(j.CreationTimestamp.Time) > 2*time.Minute {
+				return false
+			}
+			if !strings.HasPrefix(j.Name, gangPrefix) { // gangJobs keeps its own count
+				active++
+			}
+			return true
+		})
+		if !ok {
+			return
 		}
 		if active >= 6 {
 			return
@@ -486,6 +483,23 @@ func (w *workload) jobs(ctx context.Context) {
 			w.jobsMade.Add(1)
 		}
 	})
+}
+
+// eachJob calls keep with every Job of the soak's namespaces and deletes
+// (with its pods) each it returns false for; false when a list failed.
+func (w *workload) eachJob(ctx context.Context, keep func(*batchv1.Job) bool) bool {
+	for _, ns := range podNamespaces {
+		list, err := w.c.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for i := range list.Items {
+			if j := &list.Items[i]; !keep(j) {
+				_ = w.c.client.BatchV1().Jobs(ns).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+			}
+		}
+	}
+	return true
 }
 
 // deployments runs a few Deployments (long-running pods) and scales them
