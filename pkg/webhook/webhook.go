@@ -224,6 +224,9 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	if sched != h.cfg.SchedulerName {
 		return allowed()
 	}
+	if resp := h.refuseNodeName(req, tmpl, base); resp != nil { // noskip.go
+		return resp
+	}
 
 	meta, _ := tmpl["metadata"].(map[string]any)
 	annotations := map[string]string{}
