@@ -69,7 +69,9 @@ func (pl *Plugin) victimOf(pi fwk.PodInfo) *reclaim.Victim {
 		return nil
 	}
 	v.Res = c.Request.Resources
-	v.Preemptible = podPreemptible(pod) && !c.Request.NonPreemptible
+	// As charged: the label is read once, at admission (a later change is
+	// refused by the webhook; without it, still not read here).
+	v.Preemptible = !c.Request.NonPreemptible
 	return v
 }
 

@@ -17,6 +17,8 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
 	"github.com/userquota/userquota/pkg/plugins/userquota/reclaim"
+	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 var nodeResourcesFit = frameworkruntime.FactoryAdapter(feature.Features{}, noderesources.NewFit)
@@ -143,5 +145,26 @@ func pdbFor(name string, allowed int32) *policy.PodDisruptionBudget {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name},
 		Spec:       policy.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
 		Status:     policy.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
+
+// TestVictimPreemptibleAsCharged: whether a running pod may be reclaimed
+// is what its label said when it was charged; setting
+// userquota.io/preemptible=false afterwards (which the webhook refuses
+// too) does not shield a pod that borrowed.
+func TestVictimPreemptibleAsCharged(t *testing.T) {
+	e := newEnv(t, envOptions{config: queueconfigtest.Gangs})
+	p := userPod("borrower", "sue", "", "root.g", "1")
+	e.mustSchedule(p)
+	bound := e.bind(p)
+	e.barrier()
+	relabelled := bound.DeepCopy()
+	relabelled.Labels[podmeta.LabelPreemptible] = "false"
+	pi, err := framework.NewPodInfo(relabelled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := e.pl.victimOf(pi); v == nil || !v.Preemptible {
+		t.Fatalf("victimOf(a charged preemptible pod relabelled preemptible=false) = %v: want a preemptible victim, as charged", v != nil && v.Preemptible)
 	}
 }
