@@ -40,6 +40,35 @@ const (
 	YuniKornAppID    = "yunikorn.apache.org/app-id"
 )
 
+// MetaKey is a key of a pod's labels (Annotation false) or annotations.
+type MetaKey struct {
+	Annotation bool
+	Key        string
+}
+
+// String is "label KEY" or "annotation KEY", for messages.
+func (k MetaKey) String() string {
+	if k.Annotation {
+		return "annotation " + k.Key
+	}
+	return "label " + k.Key
+}
+
+// In returns the key's value in the pod's labels or annotations.
+func (k MetaKey) In(labels, annotations map[string]string) (string, bool) {
+	if k.Annotation {
+		v, ok := annotations[k.Key]
+		return v, ok
+	}
+	v, ok := labels[k.Key]
+	return v, ok
+}
+
+// QueueKeys name a pod's queue, in the order the scheduler reads them:
+// ours and YuniKorn's, each as an annotation then a label, then the label
+// YuniKorn's admission controller reads.
+var QueueKeys = [...]MetaKey{{true, LabelQueue}, {false, LabelQueue}, {true, YuniKornQueue}, {false, YuniKornQueue}, {false, "queue"}}
+
 // AppIDKeys name a pod's application explicitly, in the order the
 // scheduler reads them: each as a label, then as an annotation, before
 // the gang object or the controller the pod belongs to.

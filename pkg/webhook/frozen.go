@@ -12,37 +12,18 @@ import (
 	"github.com/userquota/userquota/pkg/podmeta"
 )
 
-// frozenKey is a label or annotation of a pod that decides where its usage
-// is charged: its queue, its application, whether it may be preempted.
-type frozenKey struct {
-	// annotation: the key is an annotation (else a label).
-	annotation bool
-	key        string
-}
-
-func (k frozenKey) String() string {
-	if k.annotation {
-		return "annotation " + k.key
-	}
-	return "label " + k.key
-}
-
 // frozenKeys are the keys the scheduler reads when it charges a pod, each
-// where it reads it: the named queue (the plugin's podNamedQueue: ours
-// and YuniKorn's as annotation and label, then the label `queue`), the
-// explicit application id (podmeta.ExplicitAppID: each of AppIDKeys as
-// label and annotation) and the preemptible label (podPreemptible). The
-// user info keys are guarded by mutate itself.
-var frozenKeys = func() []frozenKey {
-	var keys []frozenKey
-	for _, k := range []string{podmeta.LabelQueue, podmeta.YuniKornQueue} {
-		keys = append(keys, frozenKey{true, k}, frozenKey{false, k})
-	}
-	keys = append(keys, frozenKey{false, "queue"})
+// where it reads it: the named queue (podmeta.QueueKeys, which the
+// plugin's podNamedQueue reads), the explicit application id
+// (podmeta.ExplicitAppID: each of AppIDKeys as label and annotation) and
+// the preemptible label (podPreemptible). The user info keys are guarded
+// by mutate itself.
+var frozenKeys = func() []podmeta.MetaKey {
+	keys := append([]podmeta.MetaKey(nil), podmeta.QueueKeys[:]...)
 	for _, k := range podmeta.AppIDKeys {
-		keys = append(keys, frozenKey{false, k}, frozenKey{true, k})
+		keys = append(keys, podmeta.MetaKey{Key: k}, podmeta.MetaKey{Annotation: true, Key: k})
 	}
-	return append(keys, frozenKey{false, podmeta.LabelPreemptible})
+	return append(keys, podmeta.MetaKey{Key: podmeta.LabelPreemptible})
 }()
 
 // refuseFrozen refuses an UPDATE of a bound pod of ours that changes, adds
@@ -88,13 +69,13 @@ func (h *Handler) refuseFrozen(req *admissionv1.AdmissionRequest, obj map[string
 
 // metaValue is the value of a pod's label or annotation k, and whether it
 // is present (a value that is not a string counts as absent).
-func metaValue(obj map[string]any, k frozenKey) (string, bool) {
+func metaValue(obj map[string]any, k podmeta.MetaKey) (string, bool) {
 	field := "labels"
-	if k.annotation {
+	if k.Annotation {
 		field = "annotations"
 	}
 	m, _ := lookup(obj, []string{"metadata"})[field].(map[string]any)
-	v, ok := m[k.key].(string)
+	v, ok := m[k.Key].(string)
 	return v, ok
 }
 

@@ -131,19 +131,9 @@ func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, queues place
 // `queue`. It returns "" when the pod names none, and where the name was
 // found ("label queue") for messages.
 func podNamedQueue(pod *v1.Pod) (name, from string) {
-	for _, c := range []struct {
-		m    map[string]string
-		key  string
-		kind string
-	}{
-		{pod.Annotations, podmeta.LabelQueue, "annotation"},
-		{pod.Labels, podmeta.LabelQueue, "label"},
-		{pod.Annotations, podmeta.YuniKornQueue, "annotation"},
-		{pod.Labels, podmeta.YuniKornQueue, "label"},
-		{pod.Labels, "queue", "label"},
-	} {
-		if v, ok := c.m[c.key]; ok && v != "" {
-			return v, c.kind + " " + c.key
+	for _, k := range podmeta.QueueKeys {
+		if v, _ := k.In(pod.Labels, pod.Annotations); v != "" {
+			return v, k.String()
 		}
 	}
 	return "", ""
