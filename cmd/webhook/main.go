@@ -51,6 +51,8 @@ type options struct {
 	schedulerName             string
 	configMap, configMapKey   string
 	partition                 string
+	// The scheduler's REST API, asked about pods/resize.
+	schedulerURL, schedulerTokenFile, schedulerCAFile string
 }
 
 func parse(args []string) (*options, webhook.Config, error) {
@@ -67,6 +69,9 @@ func parse(args []string) (*options, webhook.Config, error) {
 	fs.StringVar(&o.configMap, "config-map", "userquota-system/userquota-config", "namespace/name of the queue-config ConfigMap to validate")
 	fs.StringVar(&o.configMapKey, "config-map-key", "queues.yaml", "the ConfigMap key holding the queue config")
 	fs.StringVar(&o.partition, "partition", webhook.DefaultPartition, "the partition the scheduler enforces (its UserQuota args' partition): a queue config without it is refused")
+	fs.StringVar(&o.schedulerURL, "scheduler-url", "", "base URL of the scheduler's REST API (its leader, e.g. the Service https://userquota-scheduler.userquota-system.svc:8443), asked whether an in-place resize (pods/resize) of a running pod fits its quota; without it such resizes are refused")
+	fs.StringVar(&o.schedulerTokenFile, "scheduler-token-file", "", "bearer token (a file, read at each request: a projected ServiceAccount token) for --scheduler-url; its account needs get on the nonResourceURL of the resize check")
+	fs.StringVar(&o.schedulerCAFile, "scheduler-ca-file", "", "CA (PEM) of --scheduler-url's serving certificate; empty uses the system's")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, webhook.Config{}, err
@@ -91,6 +96,11 @@ func parse(args []string) (*options, webhook.Config, error) {
 	if o.quotaGroups != "" {
 		if cfg.QuotaGroups, err = webhook.Compile(o.quotaGroups); err != nil {
 			return nil, cfg, fmt.Errorf("--quota-groups: %w", err)
+		}
+	}
+	if o.schedulerURL != "" {
+		if cfg.ResizeCheck, err = webhook.SchedulerResizeChecker(o.schedulerURL, o.partition, o.schedulerTokenFile, o.schedulerCAFile); err != nil {
+			return nil, cfg, err
 		}
 	}
 	var ok bool

@@ -138,6 +138,18 @@ var (
 	}, []string{"result"})
 )
 
+// resizesOverLimit counts what admission could not stop: the admission
+// webhook refuses a pods/resize that takes a limit over (docs/security.md,
+// "No skipping the scheduler"), so a count here is a resize it did not see
+// (no webhook, a pod from before it, a resize the check passed while usage
+// grew meanwhile).
+var resizesOverLimit = metrics.NewCounter(&metrics.CounterOpts{
+	Subsystem:      subsystem,
+	Name:           "resizes_over_limit_total",
+	Help:           "In-place resizes of running pods charged although they took a user, group or queue over a limit (a running pod cannot be refused; the admission webhook refuses such resizes, so each is one it did not see).",
+	StabilityLevel: metrics.ALPHA,
+})
+
 var registerOnce sync.Once
 
 // Register registers every metric with the legacy registry, once per
@@ -145,7 +157,7 @@ var registerOnce sync.Once
 // called the Record functions do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, gangs, statusWrites)
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, gangs, statusWrites, resizesOverLimit)
 		legacyregistry.CustomMustRegister(usageCollector)
 	})
 }
@@ -187,3 +199,6 @@ func RecordLetIn() { letIns.Inc() }
 
 // RecordStatusWrite counts a held pod's status write by result.
 func RecordStatusWrite(result string) { statusWrites.WithLabelValues(result).Inc() }
+
+// RecordResizeOverLimit counts a resize charged over a limit.
+func RecordResizeOverLimit() { resizesOverLimit.Inc() }

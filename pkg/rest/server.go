@@ -3,8 +3,10 @@
 // (/ws/v1/partition/{p}/usage/me, which needs no RBAC), the queue tree in
 // YuniKorn's queue shape with guaranteed, max and runtime shares
 // (/ws/v1/partition/{p}/queues), the queue config in force (/ws/v1/config),
-// a read-only HTML usage page (/), and health and readiness (/healthz,
-// /readyz). docs/api.md describes every endpoint.
+// a read-only HTML usage page (/), health and readiness (/healthz,
+// /readyz), and the one POST, the resize check the admission webhook asks
+// (/ws/v1/partition/{p}/check/resize, resize.go). docs/api.md describes
+// every endpoint.
 //
 // The package reads what it serves through small interfaces (a Usage
 // source, which *ugm.Manager implements, a config getter and a leader
@@ -66,6 +68,9 @@ type Options struct {
 	Pending func() map[string]resources.Vector
 	// Leader is the leader check; nil means always leading (one replica).
 	Leader LeaderFunc
+	// Resize answers the resize check (ResizePath, resize.go); nil: the
+	// path answers 404.
+	Resize ResizeCheckFunc
 	// Auth protects every path except /healthz and /readyz (which kubelet
 	// probes without credentials): all of them authenticated, all but the
 	// caller's own usage (/usage/me) authorized. nil means no protection
@@ -102,7 +107,17 @@ func NewHandler(o Options) http.Handler {
 	root.HandleFunc("/readyz", s.readyz)
 	root.Handle(SelfPattern, self)
 	root.Handle("/", whole)
-	return getOnly(root)
+
+	// The resize check is the one POST: authenticated and authorized as
+	// every other path, leader only.
+	var resize http.Handler = s.leaderOnly(s.resize)
+	if o.Auth != nil {
+		resize = o.Auth.authenticate(o.Auth.authorize(resize))
+	}
+	top := http.NewServeMux()
+	top.Handle("POST "+ResizePath, resize)
+	top.Handle("/", getOnly(root))
+	return top
 }
 
 type server struct {

@@ -76,6 +76,9 @@ type Config struct {
 	// Partition is the partition the scheduler enforces (its args'
 	// partition; empty: DefaultPartition): a config without it is refused.
 	Partition string
+	// ResizeCheck asks the scheduler about a pods/resize (resize.go); nil
+	// refuses resizes of running pods of ours.
+	ResizeCheck ResizeChecker
 }
 
 // CompileList compiles patterns anchored to the whole string; errors name
@@ -120,6 +123,7 @@ func NewHandler(cfg Config) *Handler {
 		return h.mutate(r, true)
 	}))
 	h.mux.HandleFunc(PathValidateConfig, h.serve(h.validateConfig))
+	h.mux.HandleFunc(PathValidateResize, h.serve(h.validateResize)) // resize.go
 	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	return h
 }

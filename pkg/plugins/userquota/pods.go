@@ -113,6 +113,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 		switch {
 		case errors.As(err, &over):
 			logger.Info("Pod resized in place over a quota limit; the resize is charged anyway", "pod", klog.KObj(pod), "limit", over.Error())
+			metrics.RecordResizeOverLimit()
 		case err != nil:
 			logger.Error(err, "Charging a pod resize", "pod", klog.KObj(pod))
 		}

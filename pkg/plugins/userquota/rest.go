@@ -3,12 +3,17 @@ package userquota
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/metrics"
+	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/rest"
+	"github.com/userquota/userquota/pkg/rest/dao"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // startObservability registers the plugin's metrics, shows its usage on
@@ -39,6 +44,7 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		Leader:    leader,
 		Shares:    pl.ugm.Shares,
 		Pending:   pl.elastic.pendingByQueue,
+		Resize:    pl.checkResize,
 	}
 	var tlsConfig *tls.Config
 	var err error
@@ -59,4 +65,54 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		TLS:     tlsConfig,
 	})
 	return nil
+}
+
+// errNotSynced: the resize check cannot answer before the pod handler has
+// seen every pod (a charge may be missing).
+var errNotSynced = errors.New("the scheduler has not yet seen every pod since it started")
+
+// checkResize answers the REST API's resize check: whether the running pod
+// pod.UID may grow to pod's requests (its new spec), by the same check an
+// increase meets (ugm's, as ledger.Resize makes it: the growth alone,
+// against the user, group and queues the pod is charged to). A pod not
+// charged (not bound yet, another scheduler's) fits: nothing is checked
+// for it here. A pod whose requests cannot be read (a hostile quantity)
+// does not.
+func (pl *Plugin) checkResize(pod *v1.Pod) (dao.ResizeCheck, error) {
+	answer := dao.ResizeCheck{Pod: pod.Namespace + "/" + pod.Name, Fits: true}
+	if pl.podsSynced == nil || !pl.podsSynced() {
+		return answer, errNotSynced
+	}
+	c, live := pl.ledger.Get(string(pod.UID))
+	if !live {
+		return answer, nil
+	}
+	answer.Charged = true
+	res, err := podResources(pod)
+	if err != nil {
+		answer.Fits, answer.Reason = false, err.Error()
+		return answer, nil
+	}
+	var growth resources.Vector
+	for i := 0; i < max(len(res), len(c.Request.Resources)); i++ {
+		if d := res.Get(resources.ID(i)) - c.Request.Resources.Get(resources.ID(i)); d > 0 {
+			growth.Set(resources.ID(i), d)
+		}
+	}
+	if growth.IsZero() {
+		return answer, nil
+	}
+	probe := c.Request
+	probe.Resources = growth
+	err = pl.ledger.Check(&probe)
+	var over *ugm.Refusal
+	switch {
+	case errors.As(err, &over):
+		answer.Fits, answer.Reason = false, over.Error()
+	case err != nil:
+		// Not a limit (the queue left the config, an application
+		// conflict): the resize would be charged anyway, as it is today.
+		klog.Background().WithName(Name).V(2).Info("Resize check found no limit to refuse by", "pod", klog.KObj(pod), "err", err)
+	}
+	return answer, nil
 }

@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/userquota/userquota/pkg/rest/dao"
+)
+
+// PathValidateResize checks an in-place resize (pods/resize) of a running
+// pod of ours against its quota.
+const PathValidateResize = "/validate-resize"
+
+// ResizeChecker asks the scheduler whether a running pod may grow to the
+// requests of pod (the resized pod as JSON, as the API server sent it:
+// the webhook never decodes its quantities). An error means no answer.
+type ResizeChecker func(ctx context.Context, pod []byte) (dao.ResizeCheck, error)
+
+// resizeTimeout bounds the question to the scheduler, inside the
+// webhook's own timeout of 5 s (manifests/webhook-config.yaml).
+const resizeTimeout = 3 * time.Second
+
+// validateResize refuses a pods/resize of a bound pod of ours that would
+// take its user, group or queue over a limit, with the scheduler's own
+// reason (issue 20, point 2; docs/security.md, "No skipping the
+// scheduler"). A running pod cannot be refused by the scheduler, which
+// charges a resize anyway: admission is the only place to stop it. The
+// usage is the leading scheduler's (its REST API's resize check, which
+// checks the growth as an increase of the pod's charge); when it does not
+// answer the resize is refused (fail closed: a resize can wait, a pod
+// keeps running at its size). A pod not bound yet is allowed: the
+// scheduler reads its requests when it admits it.
+func (h *Handler) validateResize(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Kind.Kind != "Pod" || req.SubResource != "resize" || req.Operation != admissionv1.Update {
+		return allowed()
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return denied(http.StatusBadRequest, fmt.Sprintf("Pod %s/%s: cannot decode the object: %v", req.Namespace, req.Name, err))
+	}
+	spec := lookup(obj, []string{"spec"})
+	sched, _ := spec["schedulerName"].(string)
+	node, _ := spec["nodeName"].(string)
+	if sched != h.cfg.SchedulerName || node == "" {
+		return allowed()
+	}
+	if h.cfg.ResizeCheck == nil {
+		return denied(http.StatusServiceUnavailable, fmt.Sprintf("Pod %s/%s: this resize cannot be checked against the pod's quota: the userquota webhook has no --scheduler-url to ask the scheduler, so resizes of running pods of %s are refused",
+			req.Namespace, req.Name, h.cfg.SchedulerName))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resizeTimeout)
+	defer cancel()
+	answer, err := h.cfg.ResizeCheck(ctx, req.Object.Raw)
+	switch {
+	case err != nil:
+		return denied(http.StatusServiceUnavailable, fmt.Sprintf("Pod %s/%s: this resize cannot be checked against the pod's quota, so it is refused until it can (retry): the scheduler did not answer: %v",
+			req.Namespace, req.Name, err))
+	case !answer.Fits:
+		return denied(http.StatusForbidden, fmt.Sprintf("Pod %s/%s: this resize would take it over its quota, so it is refused (the pod keeps running at its size): %s",
+			req.Namespace, req.Name, answer.Reason))
+	}
+	return allowed()
+}
+
+// SchedulerResizeChecker asks the scheduler's REST API at baseURL (its
+// resize check, rest.ResizePath, for partition) with the bearer token in
+// tokenFile (read at each call: a projected token is renewed on disk; ""
+// sends none), trusting the CA in caFile ("" uses the system's).
+func SchedulerResizeChecker(baseURL, partition, tokenFile, caFile string) (ResizeChecker, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--scheduler-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--scheduler-ca-file %s: no PEM certificate", caFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: resizeTimeout}
+	endpoint := strings.TrimSuffix(baseURL, "/") + strings.Replace(dao.ResizeCheckPath, "{partition}", url.PathEscape(partition), 1)
+	return func(ctx context.Context, pod []byte) (dao.ResizeCheck, error) {
+		var answer dao.ResizeCheck
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(pod))
+		if err != nil {
+			return answer, err
+		}
+		r.Header.Set("Content-Type", "application/json")
+		if tokenFile != "" {
+			token, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return answer, fmt.Errorf("reading the token: %w", err)
+			}
+			r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		}
+		resp, err := client.Do(r)
+		if err != nil {
+			return answer, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if err != nil {
+			return answer, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return answer, fmt.Errorf("POST %s: %s: %s", endpoint, resp.Status, strings.TrimSpace(string(body)))
+		}
+		if err := json.Unmarshal(body, &answer); err != nil {
+			return answer, fmt.Errorf("POST %s: %w", endpoint, err)
+		}
+		return answer, nil
+	}, nil
+}

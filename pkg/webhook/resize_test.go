@@ -1,0 +1,166 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/userquota/userquota/pkg/rest/dao"
+)
+
+// Issue 20, point 2: an in-place resize (pods/resize) of a running pod of
+// ours that would take a limit over is refused with the scheduler's reason.
+
+func resizeReview(obj map[string]any, sub string) *admissionv1.AdmissionRequest {
+	raw, _ := json.Marshal(obj)
+	return &admissionv1.AdmissionRequest{UID: "u1", Operation: admissionv1.Update, SubResource: sub, UserInfo: bob, Namespace: "ns", Name: "p",
+		Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}, OldObject: runtime.RawExtension{Raw: raw}}
+}
+
+func TestValidateResize(t *testing.T) {
+	const (
+		qs     = "userquota-scheduler"
+		reason = `user "bob" would exceed maxresources in root.default: cpu 500m+1500m > 1`
+	)
+	bound := withNode(pod(qs, ours(bobInfo)), "node-1")
+	for _, tc := range []struct {
+		name     string
+		obj      map[string]any
+		sub      string // "" : resize
+		answer   dao.ResizeCheck
+		err      error
+		noCheck  bool
+		asked    bool
+		denied   []string // nil: allowed
+		deniedAs int32
+	}{
+		{name: "fits", obj: bound, answer: dao.ResizeCheck{Charged: true, Fits: true}, asked: true},
+		{name: "over a limit: the scheduler's reason", obj: bound, answer: dao.ResizeCheck{Charged: true, Reason: reason}, asked: true,
+			denied: []string{"Pod ns/p: this resize would take it over its quota", reason}, deniedAs: 403},
+		{name: "not charged by the scheduler", obj: bound, answer: dao.ResizeCheck{Fits: true}, asked: true},
+		{name: "scheduler down: fail closed", obj: bound, err: errors.New("connection refused"), asked: true,
+			denied: []string{"cannot be checked against the pod's quota, so it is refused until it can", "the scheduler did not answer: connection refused"}, deniedAs: 503},
+		{name: "no --scheduler-url: refused", obj: bound, noCheck: true, denied: []string{"no --scheduler-url"}, deniedAs: 503},
+		{name: "pod not bound: the scheduler reads it at admission", obj: pod(qs, ours(bobInfo))},
+		{name: "another scheduler's pod", obj: withNode(pod("default-scheduler", nil), "node-1")},
+		{name: "not the resize subresource", obj: bound, sub: "status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			asked := false
+			if !tc.noCheck {
+				cfg.ResizeCheck = func(_ context.Context, p []byte) (dao.ResizeCheck, error) {
+					asked = true
+					if !strings.Contains(string(p), `"nodeName":"node-1"`) {
+						t.Errorf("asked about %s, want the pod as sent", p)
+					}
+					return tc.answer, tc.err
+				}
+			}
+			sub := tc.sub
+			if sub == "" {
+				sub = "resize"
+			}
+			resp := NewHandler(cfg).validateResize(resizeReview(tc.obj, sub))
+			if asked != tc.asked {
+				t.Errorf("scheduler asked: %v, want %v", asked, tc.asked)
+			}
+			switch {
+			case tc.denied == nil && !resp.Allowed:
+				t.Fatalf("refused: %s", resp.Result.Message)
+			case tc.denied == nil:
+				return
+			case resp.Allowed:
+				t.Fatalf("allowed, want refused with %q", tc.denied)
+			}
+			for _, want := range tc.denied {
+				if !strings.Contains(resp.Result.Message, want) {
+					t.Errorf("refusal %q lacks %q", resp.Result.Message, want)
+				}
+			}
+			if resp.Result.Code != tc.deniedAs {
+				t.Errorf("code %d, want %d", resp.Result.Code, tc.deniedAs)
+			}
+		})
+	}
+}
+
+// TestValidateResizeServed: the path is served (an AdmissionReview in, the
+// answer out).
+func TestValidateResizeServed(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.ResizeCheck = func(context.Context, []byte) (dao.ResizeCheck, error) {
+		return dao.ResizeCheck{Charged: true, Reason: "over"}, nil
+	}
+	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: resizeReview(withNode(pod("userquota-scheduler", nil), "node-1"), "resize")})
+	srv := httptest.NewServer(NewHandler(cfg))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+PathValidateResize, "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Response == nil || out.Response.Allowed || out.Response.UID != "u1" {
+		t.Fatalf("response %+v, want refused", out.Response)
+	}
+}
+
+// TestSchedulerResizeChecker: the client of the scheduler's resize check
+// POSTs the pod with the token read from its file, and reads the answer;
+// an answer other than 200 is an error naming it.
+func TestSchedulerResizeChecker(t *testing.T) {
+	var gotPath, gotAuth, gotBody string
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotPath, gotAuth, gotBody = r.Method+" "+r.URL.Path, r.Header.Get("Authorization"), string(b)
+		w.WriteHeader(status)
+		if status == http.StatusOK {
+			_, _ = io.WriteString(w, `{"pod":"ns/p","charged":true,"fits":false,"reason":"over"}`)
+		} else {
+			_, _ = io.WriteString(w, `{"message":"not the leader"}`)
+		}
+	}))
+	defer srv.Close()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("tok-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check, err := SchedulerResizeChecker(srv.URL+"/", "default", tokenFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := check(context.Background(), []byte(`{"metadata":{"uid":"u"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answer != (dao.ResizeCheck{Pod: "ns/p", Charged: true, Reason: "over"}) {
+		t.Errorf("answer %+v", answer)
+	}
+	if gotPath != "POST /ws/v1/partition/default/check/resize" || gotAuth != "Bearer tok-1" || gotBody != `{"metadata":{"uid":"u"}}` {
+		t.Errorf("sent %s, %q, %s", gotPath, gotAuth, gotBody)
+	}
+	status = http.StatusServiceUnavailable
+	if _, err := check(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "not the leader") {
+		t.Errorf("503: err = %v, want it named", err)
+	}
+	if _, err := SchedulerResizeChecker(srv.URL, "default", "", filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing CA file: no error")
+	}
+}
