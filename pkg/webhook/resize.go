@@ -40,7 +40,8 @@ const resizeTimeout = 3 * time.Second
 // usage is the leading scheduler's (its REST API's resize check, which
 // checks the growth as an increase of the pod's charge); when it does not
 // answer the resize is refused (fail closed: a resize can wait, a pod
-// keeps running at its size). A pod not bound yet is allowed: the
+// keeps running at its size). Without --scheduler-url (ResizeCheck nil)
+// the check is off: allowed, with a warning. A pod not bound yet is allowed: the
 // scheduler reads its requests when it admits it.
 func (h *Handler) validateResize(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Kind.Kind != "Pod" || req.SubResource != "resize" || req.Operation != admissionv1.Update {
@@ -57,8 +58,13 @@ func (h *Handler) validateResize(req *admissionv1.AdmissionRequest) *admissionv1
 		return allowed()
 	}
 	if h.cfg.ResizeCheck == nil {
-		return denied(http.StatusServiceUnavailable, fmt.Sprintf("Pod %s/%s: this resize cannot be checked against the pod's quota: the userquota webhook has no --scheduler-url to ask the scheduler, so resizes of running pods of %s are refused",
-			req.Namespace, req.Name, h.cfg.SchedulerName))
+		// Not set up (the manifests as shipped): the check is opt-in, so
+		// that installing the webhook does not stop every resize; the
+		// scheduler charges the resize anyway and counts it when it goes
+		// over (userquota_resizes_over_limit_total).
+		a := allowed()
+		a.Warnings = []string{fmt.Sprintf("resize of Pod %s/%s not checked against its quota: the userquota webhook has no --scheduler-url (docs/security.md)", req.Namespace, req.Name)}
+		return a
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resizeTimeout)
 	defer cancel()

@@ -44,6 +44,7 @@ func TestValidateResize(t *testing.T) {
 		asked    bool
 		denied   []string // nil: allowed
 		deniedAs int32
+		warning  string // in the answer's warnings when allowed
 	}{
 		{name: "fits", obj: bound, answer: dao.ResizeCheck{Charged: true, Fits: true}, asked: true},
 		{name: "over a limit: the scheduler's reason", obj: bound, answer: dao.ResizeCheck{Charged: true, Reason: reason}, asked: true,
@@ -51,7 +52,7 @@ func TestValidateResize(t *testing.T) {
 		{name: "not charged by the scheduler", obj: bound, answer: dao.ResizeCheck{Fits: true}, asked: true},
 		{name: "scheduler down: fail closed", obj: bound, err: errors.New("connection refused"), asked: true,
 			denied: []string{"cannot be checked against the pod's quota, so it is refused until it can", "the scheduler did not answer: connection refused"}, deniedAs: 503},
-		{name: "no --scheduler-url: refused", obj: bound, noCheck: true, denied: []string{"no --scheduler-url"}, deniedAs: 503},
+		{name: "no --scheduler-url: not checked, allowed with a warning", obj: bound, noCheck: true, warning: "not checked against its quota: the userquota webhook has no --scheduler-url"},
 		{name: "pod not bound: the scheduler reads it at admission", obj: pod(qs, ours(bobInfo))},
 		{name: "another scheduler's pod", obj: withNode(pod("default-scheduler", nil), "node-1")},
 		{name: "not the resize subresource", obj: bound, sub: "status"},
@@ -80,6 +81,9 @@ func TestValidateResize(t *testing.T) {
 			case tc.denied == nil && !resp.Allowed:
 				t.Fatalf("refused: %s", resp.Result.Message)
 			case tc.denied == nil:
+				if got := strings.Join(resp.Warnings, "\n"); tc.warning != "" && !strings.Contains(got, tc.warning) || tc.warning == "" && got != "" {
+					t.Errorf("warnings %q, want %q", got, tc.warning)
+				}
 				return
 			case resp.Allowed:
 				t.Fatalf("allowed, want refused with %q", tc.denied)
