@@ -54,7 +54,7 @@ var (
 	runTimeout   = flag.Duration("run-timeout", 15*time.Minute, "how long one run may take to decide every pod")
 	backlogPods  = flag.Int("backlog-pods", 50000, "TestBacklog: pods per run, of which -backlog-held are held for the whole run")
 	backlogHeld  = flag.Float64("backlog-held", 0.8, "TestBacklog: the fraction of -backlog-pods held (over quota in backlog, gated in floor)")
-	statusQPS    = flag.Int("status-qps", 0, "TestBacklog, backlog case: UserQuota's statusQPS and statusBurst (its own client for held pods' status and events). 0: the plugin's defaults (20 and 50), as shipped; the holds' writes then trickle past the run (40,000 holds take over an hour), so it ends after the last bind. Raised (e.g. 5000), every hold is written and its writes counted before the run ends, many of them during the binding window")
+	statusQPS    = flag.Int("status-qps", 0, "TestBacklog, backlog case: UserQuota's statusQPS and statusBurst (its own client for held pods' status and events). 0: the plugin's defaults (20 and 50), as shipped; the holds' writes then trickle past the run (40,000 holds take over an hour), so it ends after the last bind. Raised (e.g. 5000), every hold is written and its writes counted before the run ends, many of them during the binding window; lowered (e.g. 1: almost no writes while pods bind), they trickle as at the default")
 	recoveryPods = flag.Int("recovery-pods", 100000, "TestRecovery: bound pods in the API server when the scheduler starts (0 skips)")
 	recoveryRuns = flag.Int("recovery-runs", 2, "TestRecovery: starts of each profile, interleaved")
 	outDir       = flag.String("out", "", "directory for the report (throughput.md/.json, recovery.md/.json, the scheduler's /metrics of every run); empty: stdout only")

@@ -343,7 +343,10 @@ func (rep *report) backlogMarkdown(cs []perfCase, n, held int) string {
 		return out
 	}
 	statusClient := fmt.Sprintf("the plugin's defaults (statusQPS 20, statusBurst 50), as shipped: the holds' %d writes trickle for about %.0f s, so a backlog run ends after its last bind and its API writes are counted up to then, per held pod whose status said held by then", 2*held, float64(2*held)/20)
-	if *statusQPS > 0 {
+	switch {
+	case *statusQPS > 0 && trickles(held):
+		statusClient = fmt.Sprintf("statusQPS and statusBurst %d (-status-qps): the holds' %d writes trickle for about %.0f s, so a backlog run ends after its last bind and its API writes are counted up to then", *statusQPS, 2*held, float64(2*held)/float64(*statusQPS))
+	case *statusQPS > 0:
 		statusClient = fmt.Sprintf("statusQPS and statusBurst %d (-status-qps; at the plugin's default of 20/s the holds' %d writes would take about %.0f s)", *statusQPS, 2*held, float64(2*held)/20)
 	}
 	fmt.Fprintf(&b, "Machine: %s.\n\nFlags: `%s`; scheduler binary sha256 %s.\n\n", rep.Machine, rep.Flags, rep.Binary)
