@@ -124,6 +124,19 @@ func (l *Ledger) Resize(pod string, newResources resources.Vector) (bool, error)
 	return true, err
 }
 
+// CheckResize returns what Resize would for pod (the *Refusal its growth
+// to newResources meets, or another error), changing nothing; false when
+// pod is not live.
+func (l *Ledger) CheckResize(pod string, newResources resources.Vector) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.pods[pod]
+	if !ok {
+		return false, nil
+	}
+	return true, l.ugm.CheckResize(&c.Request, newResources)
+}
+
 // Get returns the charge of a live pod.
 func (l *Ledger) Get(pod string) (Charge, bool) {
 	l.mu.Lock()

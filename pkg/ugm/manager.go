@@ -390,30 +390,11 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 // have met is returned, for the caller to log; any other error means nothing
 // changed.
 func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
-	for i, x := range newResources {
-		if x < 0 {
-			return fmt.Errorf("resize %s: negative amount of %s", req.App, resources.ID(i).Name())
-		}
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a := m.apps[req.App]
-	if a == nil {
-		return fmt.Errorf("resize %s: %w", req.App, ErrUnknownApp)
-	}
-	var growth resources.Vector
-	for i := 0; i < max(len(newResources), len(req.Resources)); i++ {
-		if d := newResources.Get(resources.ID(i)) - req.Resources.Get(resources.ID(i)); d > 0 {
-			growth.Set(resources.ID(i), d)
-		}
-	}
-	if !m.queues.root.usage.CanAdd(growth) {
-		return fmt.Errorf("resize %s: %w", req.App, resources.ErrOverflow)
-	}
-	var over error
-	if a.leaf.limits != nil || m.partition == nil {
-		probe := Request{User: a.user.name, Groups: req.Groups, Queue: a.leaf.path, App: a.key, Resources: growth, NonPreemptible: req.NonPreemptible}
-		_, _, _, over = m.check(&probe, nil)
+	a, over, err := m.resizeCheck(req, newResources)
+	if err != nil {
+		return err
 	}
 	apply := func(v *resources.Vector) {
 		v.SubClamped(req.Resources)
@@ -435,4 +416,45 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 		}
 	}
 	return over
+}
+
+// CheckResize returns what Resize would: the *Refusal the growth from
+// req.Resources to newResources meets (an admission webhook asks before
+// a resize is made), or another error; it changes nothing.
+func (m *Manager) CheckResize(req *Request, newResources resources.Vector) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, over, err := m.resizeCheck(req, newResources)
+	if err != nil {
+		return err
+	}
+	return over
+}
+
+// resizeCheck finds req's running application and checks the growth to
+// newResources as an increase: over is the refusal it meets, err a resize
+// that cannot be made. Callers hold m.mu.
+func (m *Manager) resizeCheck(req *Request, newResources resources.Vector) (a *app, over, err error) {
+	for i, x := range newResources {
+		if x < 0 {
+			return nil, nil, fmt.Errorf("resize %s: negative amount of %s", req.App, resources.ID(i).Name())
+		}
+	}
+	if a = m.apps[req.App]; a == nil {
+		return nil, nil, fmt.Errorf("resize %s: %w", req.App, ErrUnknownApp)
+	}
+	var growth resources.Vector
+	for i := 0; i < max(len(newResources), len(req.Resources)); i++ {
+		if d := newResources.Get(resources.ID(i)) - req.Resources.Get(resources.ID(i)); d > 0 {
+			growth.Set(resources.ID(i), d)
+		}
+	}
+	if !m.queues.root.usage.CanAdd(growth) {
+		return nil, nil, fmt.Errorf("resize %s: %w", req.App, resources.ErrOverflow)
+	}
+	if a.leaf.limits != nil || m.partition == nil {
+		probe := Request{User: a.user.name, Groups: req.Groups, Queue: a.leaf.path, App: a.key, Resources: growth, NonPreemptible: req.NonPreemptible}
+		_, _, _, over = m.check(&probe, nil)
+	}
+	return a, over, nil
 }

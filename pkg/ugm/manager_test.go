@@ -414,6 +414,15 @@ func TestResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Resources = res(t, "cpu", "4")
+	// Asked first (an admission webhook), growing to 7 meets the refusal
+	// Resize reports, and nothing changes.
+	var asked *Refusal
+	if err := m.CheckResize(r, res(t, "cpu", "7")); !errors.As(err, &asked) || asked.Request != 3000 {
+		t.Fatalf("check of a resize over the limit = %v", err)
+	}
+	if u, _ := m.User("sue"); u.Queues.ResourceUsage.Get(0) != 4000 {
+		t.Fatalf("usage after the check = %d, want 4000 (unchanged)", u.Queues.ResourceUsage.Get(0))
+	}
 	// Growing to 7 goes over: applied anyway, refusal reported.
 	err := m.Resize(r, res(t, "cpu", "7"))
 	var ref *Refusal

@@ -10,7 +10,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/metrics"
-	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/rest"
 	"github.com/userquota/userquota/pkg/rest/dao"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -72,9 +71,9 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 var errNotSynced = errors.New("the scheduler has not yet seen every pod since it started")
 
 // checkResize answers the REST API's resize check: whether the running pod
-// pod.UID may grow to pod's requests (its new spec), by the same check an
-// increase meets (ugm's, as ledger.Resize makes it: the growth alone,
-// against the user, group and queues the pod is charged to). A pod not
+// pod.UID may grow to pod's requests (its new spec), by the check
+// ledger.Resize would make (ledger.CheckResize: the growth alone, against
+// the user, group and queues the pod is charged to). A pod not
 // charged (not bound yet, another scheduler's) fits: nothing is checked
 // for it here. A pod whose requests cannot be read (a hostile quantity)
 // does not.
@@ -83,8 +82,7 @@ func (pl *Plugin) checkResize(pod *v1.Pod) (dao.ResizeCheck, error) {
 	if pl.podsSynced == nil || !pl.podsSynced() {
 		return answer, errNotSynced
 	}
-	c, live := pl.ledger.Get(string(pod.UID))
-	if !live {
+	if !pl.isCharged(pod.UID) {
 		return answer, nil
 	}
 	answer.Charged = true
@@ -93,18 +91,12 @@ func (pl *Plugin) checkResize(pod *v1.Pod) (dao.ResizeCheck, error) {
 		answer.Fits, answer.Reason = false, err.Error()
 		return answer, nil
 	}
-	var growth resources.Vector
-	for i := 0; i < max(len(res), len(c.Request.Resources)); i++ {
-		if d := res.Get(resources.ID(i)) - c.Request.Resources.Get(resources.ID(i)); d > 0 {
-			growth.Set(resources.ID(i), d)
-		}
-	}
-	if growth.IsZero() {
+	live, err := pl.ledger.CheckResize(string(pod.UID), res)
+	if !live {
+		// Released meanwhile: nothing to check.
+		answer.Charged = false
 		return answer, nil
 	}
-	probe := c.Request
-	probe.Resources = growth
-	err = pl.ledger.Check(&probe)
 	var over *ugm.Refusal
 	switch {
 	case errors.As(err, &over):
