@@ -13,32 +13,14 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // roomierConfig is sandboxConfig with sue's limit raised to 3 cpu and a
 // new leaf queue, newq.
-var roomierConfig = queueconfigtest.Root(`
-queues:
-- name: default
-- name: sandbox
-  maxapplications: 3
-  resources:
-    max: {vcore: 4}
-  limits:
-  - limit: sue
-    users: [sue]
-    maxresources: {vcore: 3}
-  - limit: dev
-    groups: [dev]
-    maxresources: {vcore: 3}
-- name: open
-- name: newq
-- name: parent
-  queues:
-  - name: leaf
-`)
+var roomierConfig = strings.NewReplacer(
+	"users: [sue]\n        maxresources: {vcore: 2}", "users: [sue]\n        maxresources: {vcore: 3}",
+	"    - name: open\n", "    - name: open\n    - name: newq\n",
+).Replace(sandboxConfig)
 
 const cmRef = "*v1.ConfigMap " + DefaultConfigMapNamespace + "/" + DefaultConfigMapName
 
