@@ -3,7 +3,6 @@ package integration
 import (
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,18 +30,7 @@ func TestHostileQuantities(t *testing.T) {
 	c.startScheduler()
 
 	c.setQueueConfig(strings.Replace(teamConfig, "maxresources: {vcore: 2}", "maxresources: {vcore: 2, memory: 1e2000000000}", 1))
-	c.eventually("a Warning event naming the quantity", 15*time.Second, func() (bool, error) {
-		evs, err := c.client.EventsV1().Events(c.ns).List(c.ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "InvalidQueueConfig" && e.Type == v1.EventTypeWarning && strings.Contains(e.Note, "memory") {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	c.waitConfigWarning("memory")
 
 	// 1e10000000 bytes beside a second container's 1Gi: the request is
 	// their sum.

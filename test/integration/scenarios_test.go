@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/userquota/userquota/pkg/plugins/userquota"
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
@@ -112,20 +113,28 @@ func TestConfigReload(t *testing.T) {
 
 	// An invalid version changes nothing and raises a Warning event.
 	c.setQueueConfig(teamConfig + "    bogus: key\n")
-	c.eventually("Warning event on the ConfigMap", 15*time.Second, func() (bool, error) {
+	c.waitConfigWarning("bogus")
+	c.createPod(podSpec{name: "a4", user: "alice", queue: "root.team", cpu: "1"})
+	c.waitRefused("a4", "cpu 3+1 > 3")
+}
+
+// waitConfigWarning waits for the Warning event the scheduler raises on
+// the queue-config ConfigMap for a version that does not load, its note
+// containing want.
+func (c *cluster) waitConfigWarning(want string) {
+	c.t.Helper()
+	c.eventually("a Warning event on the ConfigMap naming "+want, 15*time.Second, func() (bool, error) {
 		evs, err := c.client.EventsV1().Events(c.ns).List(c.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == "InvalidQueueConfig" && e.Type == v1.EventTypeWarning && e.Regarding.Name == "userquota-config" {
-				return strings.Contains(e.Note, "bogus"), nil
+			if e.Reason == userquota.ReasonInvalidConfig && e.Type == v1.EventTypeWarning && e.Regarding.Name == "userquota-config" && strings.Contains(e.Note, want) {
+				return true, nil
 			}
 		}
 		return false, nil
 	})
-	c.createPod(podSpec{name: "a4", user: "alice", queue: "root.team", cpu: "1"})
-	c.waitRefused("a4", "cpu 3+1 > 3")
 }
 
 func TestRestartKeepsUsage(t *testing.T) {
