@@ -36,16 +36,15 @@ var frozenKeys = func() []podmeta.MetaKey {
 // unreclaimable. A pod not bound yet may still change them: the scheduler
 // reads them when it admits it. nil: nothing to refuse.
 func (h *Handler) refuseFrozen(req *admissionv1.AdmissionRequest, obj map[string]any) *admissionv1.AdmissionResponse {
-	if req.Kind.Kind != "Pod" || req.Operation != admissionv1.Update || req.SubResource != "" {
+	if req.Kind.Kind != "Pod" || req.Operation != admissionv1.Update {
 		return nil
 	}
 	var old map[string]any
 	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 		return denied(http.StatusBadRequest, fmt.Sprintf("Pod %s/%s: cannot decode the old object: %v", req.Namespace, req.Name, err))
 	}
-	spec := lookup(old, []string{"spec"})
-	node, _ := spec["nodeName"].(string)
-	if sched, _ := spec["schedulerName"].(string); node == "" || sched != h.cfg.SchedulerName {
+	node := h.boundNode(old)
+	if node == "" {
 		return nil
 	}
 	var changes []string
@@ -65,6 +64,17 @@ func (h *Handler) refuseFrozen(req *admissionv1.AdmissionRequest, obj map[string
 		"Its usage is charged where it was admitted, by the values it had then; a changed value would move the charge or make the pod unreclaimable at the scheduler's next start. "+
 		"Set them before the pod is scheduled, or delete the pod and create it with the new values",
 		req.Namespace, req.Name, node, h.cfg.SchedulerName, strings.Join(changes, "; ")))
+}
+
+// boundNode is the node a pod of ours is bound to; "" when the pod names
+// another scheduler or is not bound yet.
+func (h *Handler) boundNode(pod map[string]any) string {
+	spec := lookup(pod, []string{"spec"})
+	node, _ := spec["nodeName"].(string)
+	if sched, _ := spec["schedulerName"].(string); sched != h.cfg.SchedulerName {
+		return ""
+	}
+	return node
 }
 
 // metaValue is the value of a pod's label or annotation k, and whether it

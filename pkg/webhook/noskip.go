@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -23,16 +22,15 @@ import (
 // the scheduler gave it, and updates of it are not affected. Trusted
 // requesters (the controllers) may: none of the workload controllers sets
 // nodeName (DaemonSet pods are placed by node affinity and scheduled),
-// and what they copy passed this check. tmpl is the object's pod template
-// (the pod itself), at base. nil: nothing to refuse.
-func (h *Handler) refuseNodeName(req *admissionv1.AdmissionRequest, tmpl map[string]any, base []string) *admissionv1.AdmissionResponse {
-	node, _ := lookup(tmpl, []string{"spec"})["nodeName"].(string)
+// and what they copy passed this check. obj and old are the object and,
+// on UPDATE, the old one; base is where they keep their pod template (a
+// pod: nil). nil: nothing to refuse.
+func (h *Handler) refuseNodeName(req *admissionv1.AdmissionRequest, obj, old map[string]any, base []string) *admissionv1.AdmissionResponse {
+	node, _ := lookup(lookup(obj, base), []string{"spec"})["nodeName"].(string)
 	if node == "" || h.trusted(req.UserInfo) {
 		return nil
 	}
 	if req.Operation == admissionv1.Update {
-		var old map[string]any
-		_ = json.Unmarshal(req.OldObject.Raw, &old)
 		oldSpec := lookup(lookup(old, base), []string{"spec"})
 		oldNode, _ := oldSpec["nodeName"].(string)
 		oldSched, _ := oldSpec["schedulerName"].(string)
@@ -40,21 +38,11 @@ func (h *Handler) refuseNodeName(req *admissionv1.AdmissionRequest, tmpl map[str
 			return nil
 		}
 	}
-	field := "spec.nodeName"
+	field, who := "spec.nodeName", "the pod"
 	if len(base) > 0 {
-		field = strings.Join(base, ".") + ".spec.nodeName"
-	}
-	name := req.Name
-	if name == "" {
-		var obj map[string]any
-		_ = json.Unmarshal(req.Object.Raw, &obj)
-		name = objName(req, obj)
-	}
-	who := "the pod"
-	if len(base) > 0 {
-		who = "the pods made from it"
+		field, who = strings.Join(base, ".")+".spec.nodeName", "the pods made from it"
 	}
 	return denied(http.StatusForbidden, fmt.Sprintf("%s %s/%s: %s is set (to %q), so %s would skip %s and its quota check: the kubelet runs a pod that names a node without any scheduler, and its usage would be charged even over its user's, group's or queue's limit. "+
 		"Remove nodeName (to pick the node, use a nodeSelector or node affinity on kubernetes.io/hostname), or ask for %q to be made a trusted user",
-		req.Kind.Kind, req.Namespace, name, field, node, who, h.cfg.SchedulerName, req.UserInfo.Username))
+		req.Kind.Kind, req.Namespace, objName(req, obj), field, node, who, h.cfg.SchedulerName, req.UserInfo.Username))
 }

@@ -51,10 +51,7 @@ func (h *Handler) validateResize(req *admissionv1.AdmissionRequest) *admissionv1
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		return denied(http.StatusBadRequest, fmt.Sprintf("Pod %s/%s: cannot decode the object: %v", req.Namespace, req.Name, err))
 	}
-	spec := lookup(obj, []string{"spec"})
-	sched, _ := spec["schedulerName"].(string)
-	node, _ := spec["nodeName"].(string)
-	if sched != h.cfg.SchedulerName || node == "" {
+	if h.boundNode(obj) == "" {
 		return allowed()
 	}
 	if h.cfg.ResizeCheck == nil {

@@ -77,24 +77,9 @@ func TestValidateResize(t *testing.T) {
 			if asked != tc.asked {
 				t.Errorf("scheduler asked: %v, want %v", asked, tc.asked)
 			}
-			switch {
-			case tc.denied == nil && !resp.Allowed:
-				t.Fatalf("refused: %s", resp.Result.Message)
-			case tc.denied == nil:
-				if got := strings.Join(resp.Warnings, "\n"); tc.warning != "" && !strings.Contains(got, tc.warning) || tc.warning == "" && got != "" {
-					t.Errorf("warnings %q, want %q", got, tc.warning)
-				}
-				return
-			case resp.Allowed:
-				t.Fatalf("allowed, want refused with %q", tc.denied)
-			}
-			for _, want := range tc.denied {
-				if !strings.Contains(resp.Result.Message, want) {
-					t.Errorf("refusal %q lacks %q", resp.Result.Message, want)
-				}
-			}
-			if resp.Result.Code != tc.deniedAs {
-				t.Errorf("code %d, want %d", resp.Result.Code, tc.deniedAs)
+			checkAnswer(t, resp, tc.denied, tc.deniedAs)
+			if got := strings.Join(resp.Warnings, "\n"); tc.denied == nil && (tc.warning != "" && !strings.Contains(got, tc.warning) || tc.warning == "" && got != "") {
+				t.Errorf("warnings %q, want %q", got, tc.warning)
 			}
 		})
 	}
@@ -107,21 +92,9 @@ func TestValidateResizeServed(t *testing.T) {
 	cfg.ResizeCheck = func(context.Context, []byte) (dao.ResizeCheck, error) {
 		return dao.ResizeCheck{Charged: true, Reason: "over"}, nil
 	}
-	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: resizeReview(withNode(pod("userquota-scheduler", nil), "node-1"), "resize")})
-	srv := httptest.NewServer(NewHandler(cfg))
-	defer srv.Close()
-	resp, err := http.Post(srv.URL+PathValidateResize, "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	if out.Response == nil || out.Response.Allowed || out.Response.UID != "u1" {
-		t.Fatalf("response %+v, want refused", out.Response)
+	resp := post(t, NewHandler(cfg), PathValidateResize, resizeReview(withNode(pod("userquota-scheduler", nil), "node-1"), "resize"))
+	if resp.Allowed {
+		t.Fatalf("response %+v, want refused", resp)
 	}
 }
 

@@ -77,7 +77,8 @@ type Config struct {
 	// partition; empty: DefaultPartition): a config without it is refused.
 	Partition string
 	// ResizeCheck asks the scheduler about a pods/resize (resize.go); nil
-	// refuses resizes of running pods of ours.
+	// leaves resizes of running pods of ours unchecked: allowed, with a
+	// warning.
 	ResizeCheck ResizeChecker
 }
 
@@ -207,6 +208,11 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	if resp := h.refuseFrozen(req, obj); resp != nil { // frozen.go
 		return resp
 	}
+	// The old object, decoded once for the checks of an UPDATE below.
+	var oldObj map[string]any
+	if req.Operation == admissionv1.Update {
+		_ = json.Unmarshal(req.OldObject.Raw, &oldObj)
+	}
 	tmpl := lookup(obj, base)
 	if tmpl == nil {
 		return allowed()
@@ -228,7 +234,7 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	if sched != h.cfg.SchedulerName {
 		return allowed()
 	}
-	if resp := h.refuseNodeName(req, tmpl, base); resp != nil { // noskip.go
+	if resp := h.refuseNodeName(req, obj, oldObj, base); resp != nil { // noskip.go
 		return resp
 	}
 
@@ -257,8 +263,6 @@ func (h *Handler) mutate(req *admissionv1.AdmissionRequest, enforce bool) *admis
 	var old string
 	var hadOld bool
 	if req.Operation == admissionv1.Update {
-		var oldObj map[string]any
-		_ = json.Unmarshal(req.OldObject.Raw, &oldObj)
 		oldTmpl := lookup(oldObj, base)
 		oldSched, _ := lookup(oldTmpl, []string{"spec"})["schedulerName"].(string)
 		vouched = oldSched == h.cfg.SchedulerName

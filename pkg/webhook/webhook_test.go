@@ -93,10 +93,30 @@ func send(t *testing.T, h http.Handler, r review) (*admissionv1.AdmissionRespons
 	if r.old != nil {
 		req.OldObject.Raw, _ = json.Marshal(r.old)
 	}
+	resp := post(t, h, r.path, req)
+	patched := raw
+	if len(resp.Patch) > 0 {
+		p, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			t.Fatalf("patch %s: %v", resp.Patch, err)
+		}
+		if patched, err = p.Apply(raw); err != nil {
+			t.Fatalf("patch %s: %v", resp.Patch, err)
+		}
+	}
+	var obj map[string]any
+	_ = json.Unmarshal(patched, &obj)
+	return resp, obj
+}
+
+// post sends req (its UID u1) to path of the handler through httptest as
+// an AdmissionReview and returns the response, which must carry the UID.
+func post(t *testing.T, h http.Handler, path string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	t.Helper()
 	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	resp, err := http.Post(srv.URL+r.path, "application/json", bytes.NewReader(body))
+	resp, err := http.Post(srv.URL+path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,19 +128,29 @@ func send(t *testing.T, h http.Handler, r review) (*admissionv1.AdmissionRespons
 	if out.Response == nil || out.Response.UID != "u1" {
 		t.Fatalf("response %+v: want the request's UID", out.Response)
 	}
-	patched := raw
-	if len(out.Response.Patch) > 0 {
-		p, err := jsonpatch.DecodePatch(out.Response.Patch)
-		if err != nil {
-			t.Fatalf("patch %s: %v", out.Response.Patch, err)
-		}
-		if patched, err = p.Apply(raw); err != nil {
-			t.Fatalf("patch %s: %v", out.Response.Patch, err)
+	return out.Response
+}
+
+// checkAnswer fails t unless resp is allowed (denied nil) or refused with
+// code and a message holding each of denied.
+func checkAnswer(t *testing.T, resp *admissionv1.AdmissionResponse, denied []string, code int32) {
+	t.Helper()
+	switch {
+	case denied == nil && !resp.Allowed:
+		t.Fatalf("refused: %s", resp.Result.Message)
+	case denied == nil:
+		return
+	case resp.Allowed:
+		t.Fatalf("allowed, want refused with %q", denied)
+	}
+	for _, want := range denied {
+		if !strings.Contains(resp.Result.Message, want) {
+			t.Errorf("refusal %q lacks %q", resp.Result.Message, want)
 		}
 	}
-	var obj map[string]any
-	_ = json.Unmarshal(patched, &obj)
-	return out.Response, obj
+	if resp.Result.Code != code {
+		t.Errorf("code %d, want %d", resp.Result.Code, code)
+	}
 }
 
 func annotationOf(obj map[string]any, path ...string) string {
