@@ -52,6 +52,11 @@ type rule struct {
 	create bool
 	filter filter
 	parent *rule
+	// display is the name as messages spell it (displayName), text the
+	// whole rule (String): built once, as every placed pod's Result
+	// carries text.
+	display string
+	text    string
 }
 
 func compileRule(r *queueconfig.PlacementRule) *rule {
@@ -64,13 +69,18 @@ func compileRule(r *queueconfig.PlacementRule) *rule {
 	if r.Parent != nil {
 		out.parent = compileRule(r.Parent)
 	}
+	out.display = displayName(out.name)
+	out.text = out.describe()
 	return out
 }
 
 // String describes the rule for messages: "tag namespace (create, parent
 // fixed root.namespaces, filter allow users john)".
-func (r *rule) String() string {
-	s := displayName(r.name)
+func (r *rule) String() string { return r.text }
+
+// describe builds String's text, once, at compile.
+func (r *rule) describe() string {
+	s := r.display
 	if r.value != "" {
 		s += " " + r.value
 	}
@@ -103,6 +113,7 @@ func (r *rule) mayCreate() bool {
 // (an invalid queue name, a parent rule naming a leaf), as in YuniKorn.
 func (r *rule) place(pol *Policy, in *Input, qs Queues) (path, why string, err error) {
 	var name string
+	var secondary []string // secondaryGroup: the user's secondary groups
 	switch r.name {
 	case ruleProvided:
 		if in.Queue == "" {
@@ -121,7 +132,7 @@ func (r *rule) place(pol *Policy, in *Input, qs Queues) (path, why string, err e
 		}
 		name = in.Groups[0]
 	case ruleSecondaryGroup:
-		if len(secondaryGroups(in.Groups)) == 0 {
+		if secondary = secondaryGroups(in.Groups); len(secondary) == 0 {
 			return "", fmt.Sprintf("user %q has no secondary groups", in.User), nil
 		}
 	case ruleFixed:
@@ -135,7 +146,7 @@ func (r *rule) place(pol *Policy, in *Input, qs Queues) (path, why string, err e
 		return "", r.filter.refusal(in.User, in.Groups), nil
 	}
 	if r.name == ruleSecondaryGroup {
-		return r.placeSecondary(pol, in, qs)
+		return r.placeSecondary(pol, in, qs, secondary)
 	}
 	name = strings.ToLower(name)
 	switch {
@@ -189,7 +200,7 @@ func (r *rule) parentPath(pol *Policy, in *Input, qs Queues) (parent, why string
 	if r.parent == nil {
 		return "root", "", nil
 	}
-	pname := displayName(r.parent.name)
+	pname := r.parent.display
 	pp, pwhy, perr := r.parent.place(pol, in, qs)
 	if perr != nil {
 		return "", "", fmt.Errorf("parent rule %s: %w", pname, perr)
@@ -223,16 +234,17 @@ const maxListed = 5
 
 // placeSecondary is the secondaryGroup rule after its filter: the queue,
 // below the parent rule's queue (root without one), named after the first
-// secondary group for which that queue exists, configured or dynamic. It
+// of the user's secondary groups (secondaryGroups of in.Groups) for which
+// that queue exists, configured or dynamic. It
 // never creates a queue; a group whose name is no queue name cannot have
 // one and is passed over.
-func (r *rule) placeSecondary(pol *Policy, in *Input, qs Queues) (path, why string, err error) {
+func (r *rule) placeSecondary(pol *Policy, in *Input, qs Queues, secondary []string) (path, why string, err error) {
 	parent, pwhy, perr := r.parentPath(pol, in, qs)
 	if perr != nil || parent == "" {
 		return "", pwhy, perr
 	}
 	var missing []string
-	for _, g := range secondaryGroups(in.Groups) {
+	for _, g := range secondary {
 		child := strings.ReplaceAll(strings.ToLower(g), ".", dotReplacement)
 		if !queueconfig.IsQueueName(child) {
 			continue

@@ -68,7 +68,7 @@ func buildPartition(rp *rawPartition) *partBuild {
 	// As YuniKorn: a single top-level queue named root (in any case) is the
 	// root; otherwise a root is inserted above the top-level queues.
 	var root *Queue
-	if len(rp.queues) == 1 && strings.ToLower(rp.queues[0].name) == rootName {
+	if explicitRoot(rp.queues) {
 		root = pb.add(rp.queues[0], nil)
 	} else {
 		pb.implicitRoot = true
@@ -90,6 +90,13 @@ func buildPartition(rp *rawPartition) *partBuild {
 		m.limits = rp.limits
 	}
 	return pb
+}
+
+// explicitRoot reports whether a partition's top-level queues are its root
+// (a single queue named root, in any case), as YuniKorn reads them; else a
+// root is inserted above them.
+func explicitRoot(queues []*rawQueue) bool {
+	return len(queues) == 1 && strings.ToLower(queues[0].name) == rootName
 }
 
 // add builds q and its subtree under parent.

@@ -143,7 +143,7 @@ func collectNotices(rc *rawConfig) []string {
 				walk(c, path+"."+strings.ToLower(c.name), elastic)
 			}
 		}
-		implicitRoot := !(len(rp.queues) == 1 && strings.ToLower(rp.queues[0].name) == rootName)
+		implicitRoot := !explicitRoot(rp.queues)
 		for _, q := range rp.queues {
 			path := rootName
 			if implicitRoot {
