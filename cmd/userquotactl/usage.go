@@ -82,29 +82,11 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 	prefix := "/ws/v1/partition/" + url.PathEscape(f.partition) + "/usage/"
 	switch {
 	case f.me:
-		err = c.usage(stdout, f.output, prefix+"me", func(body []byte) error {
-			var me dao.SelfUsage
-			if err := json.Unmarshal(body, &me); err != nil {
-				return err
-			}
-			return printSelf(stdout, me)
-		})
+		err = c.usage(stdout, f.output, prefix+"me", decoded(stdout, printSelf))
 	case f.user != "":
-		err = c.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), func(body []byte) error {
-			var u ugm.UserUsage
-			if err := json.Unmarshal(body, &u); err != nil {
-				return err
-			}
-			return printUser(stdout, u)
-		})
+		err = c.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), decoded(stdout, printUser))
 	case f.group != "":
-		err = c.usage(stdout, f.output, prefix+"group/"+url.PathEscape(f.group), func(body []byte) error {
-			var g ugm.GroupUsage
-			if err := json.Unmarshal(body, &g); err != nil {
-				return err
-			}
-			return printGroup(stdout, g)
-		})
+		err = c.usage(stdout, f.output, prefix+"group/"+url.PathEscape(f.group), decoded(stdout, printGroup))
 	default:
 		err = c.all(stdout, f.output, prefix)
 	}
@@ -248,6 +230,18 @@ func printJSON(w io.Writer, body []byte) error {
 	buf.WriteByte('\n')
 	_, err := io.WriteString(w, printable(buf.String(), true))
 	return err
+}
+
+// decoded returns a printer of a JSON answer: it decodes the body as a T
+// and prints it to w with print.
+func decoded[T any](w io.Writer, print func(io.Writer, T) error) func([]byte) error {
+	return func(body []byte) error {
+		var v T
+		if err := json.Unmarshal(body, &v); err != nil {
+			return err
+		}
+		return print(w, v)
+	}
 }
 
 // printSelf prints the caller's own usage (/usage/me): who the server

@@ -28,8 +28,9 @@ type testGang struct {
 
 // usageServer serves the REST API over real usage: sue at her cpu limit in
 // root.sandbox (2 of 2), group dev at 2 of 3, bob unlimited in root.default;
-// and the gangs reserved.
-func usageServer(t *testing.T, wrap func(http.Handler) http.Handler, gangs ...testGang) *httptest.Server {
+// and the gangs reserved. auth (nil: none) is the API's own protection;
+// wrap (nil: none) wraps the whole handler.
+func usageServer(t *testing.T, auth *rest.Auth, wrap func(http.Handler) http.Handler, gangs ...testGang) *httptest.Server {
 	t.Helper()
 	cfg := queueconfigtest.MustParse(t, queueconfigtest.Sandbox)
 	m := ugm.New()
@@ -57,7 +58,7 @@ func usageServer(t *testing.T, wrap func(http.Handler) http.Handler, gangs ...te
 			t.Fatalf("reserving %s: %v", g.key, err)
 		}
 	}
-	var h http.Handler = rest.NewHandler(rest.Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg }})
+	var h http.Handler = rest.NewHandler(rest.Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg }, Auth: auth})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -67,7 +68,7 @@ func usageServer(t *testing.T, wrap func(http.Handler) http.Handler, gangs ...te
 }
 
 func TestUsage(t *testing.T) {
-	srv := usageServer(t, nil)
+	srv := usageServer(t, nil, nil)
 	tests := []struct {
 		name   string
 		args   []string
@@ -125,12 +126,7 @@ group dev · 1 running application: ns/train
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout.String(), stderr.String())
 			}
-			if tc.stdout != "" {
-				if diff := cmp.Diff(tc.stdout, stdout.String()); diff != "" {
-					t.Errorf("stdout (-want,+got):\n%s", diff)
-				}
-			}
-			containsInOrder(t, "stderr", stderr.String(), tc.stderr)
+			checkOutput(t, tc.stdout, stdout.String(), tc.stderr, stderr.String())
 		})
 	}
 }
@@ -138,7 +134,7 @@ group dev · 1 running application: ns/train
 // TestUsageReserved: the tables show what gang reservations hold beside
 // the usage, for a user with a reservation only too, and name the gangs.
 func TestUsageReserved(t *testing.T) {
-	srv := usageServer(t, nil, testGang{key: "TaskGroups ns/ann-job", req: ugm.Request{User: "ann", Groups: []string{"dev"}, Queue: "root.sandbox",
+	srv := usageServer(t, nil, nil, testGang{key: "TaskGroups ns/ann-job", req: ugm.Request{User: "ann", Groups: []string{"dev"}, Queue: "root.sandbox",
 		App: ugm.AppKey{Namespace: "ns", ID: "ann-job"}, Resources: resources.FromMap(map[string]int64{"cpu": 1000, "memory": 1 << 30, "pods": 2})}})
 	for _, tc := range []struct {
 		name   string
@@ -217,7 +213,7 @@ func TestUsageServerFlag(t *testing.T) {
 // -o json prints the server's JSON: one document for a user, and the
 // queues, users and groups together when none is named.
 func TestUsageJSON(t *testing.T) {
-	srv := usageServer(t, nil)
+	srv := usageServer(t, nil, nil)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"usage", "--server", srv.URL + "/", "--user", "sue", "-o", "json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -257,9 +253,21 @@ func TestUsageJSON(t *testing.T) {
 	}
 }
 
+// checkOutput checks a run's stdout, exactly when wantStdout is set, and
+// that its stderr holds wantStderr in order.
+func checkOutput(t *testing.T, wantStdout, stdout string, wantStderr []string, stderr string) {
+	t.Helper()
+	if wantStdout != "" {
+		if diff := cmp.Diff(wantStdout, stdout); diff != "" {
+			t.Errorf("stdout (-want,+got):\n%s", diff)
+		}
+	}
+	containsInOrder(t, "stderr", stderr, wantStderr)
+}
+
 // The bearer token goes to the server, from --token or --token-file.
 func TestUsageToken(t *testing.T) {
-	srv := usageServer(t, func(next http.Handler) http.Handler {
+	srv := usageServer(t, nil, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") != "Bearer s3cret" {
 				w.WriteHeader(http.StatusUnauthorized)
