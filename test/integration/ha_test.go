@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
-	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
 // haConfig limits alice to 2 cpu and the group dev to 4 cpu in root.team.
@@ -217,20 +215,5 @@ func (c *cluster) restGet(p *schedulerProcess, m *installed, path string) (int, 
 	if m.restToken == "" {
 		m.restToken = c.readerToken("usage-reader", "/", "/ws/v1/*")
 	}
-	var code int
-	var body []byte
-	var err error
-	for _, scheme := range []string{"https", "http"} {
-		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-		code, body, err = controlplane.Get(ctx, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, p.restPort, path), m.restToken)
-		cancel()
-		if err == nil {
-			return code, body
-		}
-	}
-	if strings.Contains(err.Error(), "connection refused") {
-		return 0, nil
-	}
-	c.t.Fatalf("scheduler %s REST %s: %v", p.Name, path, err)
-	return 0, nil
+	return c.restGetAs(p, path, m.restToken)
 }
