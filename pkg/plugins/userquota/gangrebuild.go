@@ -42,15 +42,15 @@ type foundGang struct {
 }
 
 // rebuildGangs reserves again what the gangs found part-running still
-// need. It returns how many it reserved.
-func (pl *Plugin) rebuildGangs(logger klog.Logger) int {
+// need.
+func (pl *Plugin) rebuildGangs(logger klog.Logger) {
 	if pl.args.IgnoreGangs {
-		return 0
+		return
 	}
 	pods, err := pl.pods.List(labels.Everything())
 	if err != nil {
 		logger.Error(err, "Listing pods to rebuild gang reservations")
-		return 0
+		return
 	}
 	found := map[string]*foundGang{}
 	for _, pod := range pods {
@@ -69,7 +69,6 @@ func (pl *Plugin) rebuildGangs(logger klog.Logger) int {
 	if n > 0 {
 		logger.V(2).Info("Gang reservations rebuilt", "gangs", n)
 	}
-	return n
 }
 
 // foundMember adds the running pod to its gang in found.
