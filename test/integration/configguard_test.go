@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +22,7 @@ import (
 // can be deleted. On the code before this test, the config without the
 // partition and the delete were both let through.
 func TestWebhookGuardsQueueConfig(t *testing.T) {
-	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(webhookTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, 1, "--token-auth-file="+tokenFile)
-	url, caPEM := c.serveWebhook(webhookConfig(t, c.ns))
-	c.registerWebhooks(url, caPEM)
+	c := webhookCluster(t, 1)
 	cms := c.client.CoreV1().ConfigMaps(c.ns)
 
 	c.setQueueConfig(sueTwoCPU)

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,13 +37,7 @@ queues:
 // registered and config in force; the scheduler is not started.
 func frozenCluster(t *testing.T, nodes int, config string) *cluster {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(webhookTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, nodes, "--token-auth-file="+tokenFile)
-	url, caPEM := c.serveWebhook(webhookConfig(t, c.ns))
-	c.registerWebhooks(url, caPEM)
+	c := webhookCluster(t, nodes)
 	c.setQueueConfig(config)
 	return c
 }

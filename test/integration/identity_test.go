@@ -2,8 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,14 +39,8 @@ const (
 // as its ServiceAccount and the scheduler with requireUserInfo.
 func identityCluster(t *testing.T) *cluster {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(webhookTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, 2, "--token-auth-file="+tokenFile)
-	url, caPEM := c.serveWebhook(webhookConfig(t, c.ns))
-	c.registerWebhooks(url, caPEM)
-	c.setQueueConfig(sueConfig)
+	c := webhookCluster(t, 2)
+	c.setQueueConfig(sueTwoCPU)
 	c.startReplicationController()
 	c.startSchedulerWith(map[string]any{"requireUserInfo": true})
 	return c

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,13 +29,7 @@ queues:
 // scheduler.
 func noskipCluster(t *testing.T) *cluster {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(webhookTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, 2, "--token-auth-file="+tokenFile)
-	url, caPEM := c.serveWebhook(webhookConfig(t, c.ns))
-	c.registerWebhooks(url, caPEM)
+	c := webhookCluster(t, 2)
 	c.setQueueConfig(bobConfig)
 	c.startScheduler()
 	return c

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,11 +44,7 @@ func (c *cluster) resizeCPU(client kubernetes.Interface, name, cpu string) error
 // resize to 1 cpu, which fits, goes through; with the scheduler down a
 // resize is refused (fail closed).
 func TestNoSkipResize(t *testing.T) {
-	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(webhookTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, 2, "--token-auth-file="+tokenFile)
+	c := tokenCluster(t, 2)
 	restAddr := freeAddress(t)
 	cfg := webhookConfig(t, c.ns)
 	check, err := webhook.SchedulerResizeChecker("http://"+restAddr, "default", "", "")

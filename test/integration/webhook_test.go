@@ -44,16 +44,6 @@ bob-token,bob,uid-bob,"ops,system:authenticated"
 engine-token,system:serviceaccount:tools:engine,uid-engine,"system:serviceaccounts"
 `
 
-// sueConfig limits sue to 2 cpu in root.default.
-var sueConfig = queueconfigtest.Root(`
-queues:
-- name: default
-  limits:
-  - limit: sue
-    users: [sue]
-    maxresources: {vcore: 2}
-`)
-
 // badConfig has three problems, all of which the refusal lists (as
 // `userquotactl validate` does).
 var badConfig = queueconfigtest.Root(`
@@ -87,20 +77,14 @@ queues:
 // system:masters), not as kube-system service accounts: the test trusts
 // that group, as a cluster trusts its controllers' accounts.
 func TestWebhookIdentity(t *testing.T) {
-	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(webhookTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, 2, "--token-auth-file="+tokenFile)
-	url, caPEM := c.serveWebhook(webhookConfig(t, c.ns))
-	c.registerWebhooks(url, caPEM)
+	c := webhookCluster(t, 2)
 
 	sue, bob, engine := c.clientAs("sue-token"), c.clientAs("bob-token"), c.clientAs("engine-token")
 	const sueInfo = `{"user":"sue","groups":["dev"]}`
 
 	// The queue config passes the validating webhook; an invalid one does
 	// not, with every problem listed.
-	c.setQueueConfig(sueConfig)
+	c.setQueueConfig(sueTwoCPU)
 	bad := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "userquota-config"},
 		Data: map[string]string{"queues.yaml": badConfig}}
 	_, err := c.client.CoreV1().ConfigMaps(c.ns).Update(c.ctx, bad, metav1.UpdateOptions{})
