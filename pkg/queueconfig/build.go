@@ -12,8 +12,9 @@ import (
 // rootName is the name of every partition's root queue.
 const rootName = "root"
 
-// defaultPartition is the name of a partition written without a name.
-const defaultPartition = "default"
+// DefaultPartition is the name of a partition written without a name, and
+// the partition the scheduler enforces unless its args name another.
+const DefaultPartition = "default"
 
 // queueMeta is what validation needs about a built queue beyond its
 // public fields.
@@ -38,7 +39,7 @@ type partBuild struct {
 func partitionName(name string) string {
 	name = strings.ToLower(name)
 	if name == "" {
-		return defaultPartition
+		return DefaultPartition
 	}
 	return name
 }

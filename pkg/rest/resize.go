@@ -10,12 +10,6 @@ import (
 	"github.com/userquota/userquota/pkg/rest/dao"
 )
 
-// ResizePath is the route of the resize check: POST the resized pod (its
-// new spec) as JSON, get a dao.ResizeCheck. The admission webhook asks it
-// before it lets a pods/resize of a pod of ours through (docs/security.md,
-// "No skipping the scheduler").
-const ResizePath = dao.ResizeCheckPath
-
 // maxResizeBody bounds the pod POSTed to the resize check: one pod, at
 // most the 1.5 MiB etcd stores, with room for escaping.
 const maxResizeBody = 3 << 20
@@ -25,9 +19,11 @@ const maxResizeBody = 3 << 20
 // scheduler has not yet seen every pod): the handler answers 503.
 type ResizeCheckFunc func(pod *v1.Pod) (dao.ResizeCheck, error)
 
-// resize serves POST ResizePath: the answer of Options.Resize for the pod
-// in the body. It changes nothing; it is a POST because the question is a
-// pod.
+// resize serves POST dao.ResizeCheckPath, which the admission webhook
+// asks before it lets a pods/resize of a pod of ours through
+// (docs/security.md): the answer of Options.Resize for the resized pod
+// (its new spec, as JSON) in the body. It changes nothing; it is a POST
+// because the question is a pod.
 func (s *server) resize(w http.ResponseWriter, r *http.Request) {
 	if !s.partitionOK(w, r) {
 		return

@@ -14,7 +14,7 @@ import (
 	"github.com/userquota/userquota/pkg/rest/dao"
 )
 
-// TestResizeCheck: POST ResizePath hands the pod to Options.Resize and
+// TestResizeCheck: POST dao.ResizeCheckPath hands the pod to Options.Resize and
 // answers what it says, behind the same authentication and authorization
 // as every other path, on the leader only.
 func TestResizeCheck(t *testing.T) {

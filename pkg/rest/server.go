@@ -26,6 +26,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/rest/dao"
 	"github.com/userquota/userquota/pkg/shares"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -68,7 +69,7 @@ type Options struct {
 	Pending func() map[string]resources.Vector
 	// Leader is the leader check; nil means always leading (one replica).
 	Leader LeaderFunc
-	// Resize answers the resize check (ResizePath, resize.go); nil: the
+	// Resize answers the resize check (dao.ResizeCheckPath, resize.go); nil: the
 	// path answers 404.
 	Resize ResizeCheckFunc
 	// Auth protects every path except /healthz and /readyz (which kubelet
@@ -115,7 +116,7 @@ func NewHandler(o Options) http.Handler {
 		resize = o.Auth.authenticate(o.Auth.authorize(resize))
 	}
 	top := http.NewServeMux()
-	top.Handle("POST "+ResizePath, resize)
+	top.Handle("POST "+dao.ResizeCheckPath, resize)
 	top.Handle("/", getOnly(root))
 	return top
 }

@@ -19,7 +19,7 @@ import (
 
 // DefaultPartition is the partition replayed when Options.Partition is empty:
 // the one YuniKorn and the scheduler use by default.
-const DefaultPartition = "default"
+const DefaultPartition = queueconfig.DefaultPartition
 
 // DefaultStarvation is the starvation wait `userquotactl simulate` uses
 // without --starvation: the scheduler plugin's starvationWait default.

@@ -12,8 +12,8 @@ import (
 )
 
 // DefaultPartition is the partition the scheduler enforces unless its
-// args say otherwise (the plugin's default).
-const DefaultPartition = "default"
+// args name another (the flag --partition's default).
+const DefaultPartition = queueconfig.DefaultPartition
 
 // validateConfig guards the queue-config ConfigMap (docs/security.md, "Fail
 // closed"): a CREATE or UPDATE whose config the scheduler would not load

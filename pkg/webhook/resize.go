@@ -78,7 +78,7 @@ func (h *Handler) validateResize(req *admissionv1.AdmissionRequest) *admissionv1
 }
 
 // SchedulerResizeChecker asks the scheduler's REST API at baseURL (its
-// resize check, rest.ResizePath, for partition) with the bearer token in
+// resize check, dao.ResizeCheckPath, for partition) with the bearer token in
 // tokenFile (read at each call: a projected token is renewed on disk; ""
 // sends none), trusting the CA in caFile ("" uses the system's).
 func SchedulerResizeChecker(baseURL, partition, tokenFile, caFile string) (ResizeChecker, error) {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/userquota/userquota/pkg/queueconfig"
 )
 
 // Args are the UserQuota plugin's arguments (pluginConfig[].args in the
@@ -87,7 +89,7 @@ const (
 	DefaultConfigMapNamespace  = "userquota-system"
 	DefaultConfigMapName       = "userquota-config"
 	DefaultConfigMapKey        = "queues.yaml"
-	DefaultPartition           = "default"
+	DefaultPartition           = queueconfig.DefaultPartition
 	DefaultQueue               = "root.default"
 	DefaultUser                = "nobody"
 	DefaultRESTAddress         = ":9089"
