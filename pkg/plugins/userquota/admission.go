@@ -80,6 +80,12 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked})
 			metrics.RecordRefusal(err)
 			pl.elastic.decided(pod.UID, false)
+			pl.reclaim.addBlocked(pod, frees)
+			if now := pl.held.freed(); now != frees {
+				// Room freed while deciding: its activation may have
+				// run before the pod was recorded.
+				pl.reclaim.activateBlocked(logger, now)
+			}
 			return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
 		}
 		return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, &req, err, frees)

@@ -27,10 +27,12 @@ func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.St
 	args := Args{}
 	args.SetDefaults()
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	activate := func(_ klog.Logger, ps map[string]*v1.Pod) { *activated += len(ps) }
 	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: corelisters.NewPodLister(pods),
-		held:   newHolds(clock.RealClock{}, func(_ klog.Logger, ps map[string]*v1.Pod) { *activated += len(ps) }, 0),
-		gangs:  newGangBook(clock.RealClock{}),
-		status: newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
+		held:    newHolds(clock.RealClock{}, activate, 0),
+		gangs:   newGangBook(clock.RealClock{}),
+		reclaim: newReclaimBook(clock.RealClock{}, activate),
+		status:  newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
 	}
 	pl.elastic = newElasticQuotas(m, clock.RealClock{})
 	return pl, pods

@@ -199,23 +199,27 @@ func (pl *Plugin) behind(p *hold.Pod) []*hold.Pod {
 	return out
 }
 
-// onRelease lets in the held pods the release of released may admit. Call
-// it after the release is done.
+// onRelease lets in the held pods the release of released may admit, and
+// activates the pods refused for room lent out before it (as do the
+// config and share changes below). Call it after the release is done.
 func (pl *Plugin) onRelease(logger klog.Logger, released ugm.Request) {
 	pl.held.freedNow()
 	pl.letIn(logger, pl.held.released(&released, queueOrder{pl.ugm}), false)
+	pl.reclaim.activateBlocked(logger, pl.held.freed())
 }
 
 // onConfigChange lets in every held pod a new config may admit (any).
 func (pl *Plugin) onConfigChange(logger klog.Logger) {
 	pl.held.freedNow()
 	pl.letIn(logger, pl.held.all(queueOrder{pl.ugm}), true)
+	pl.reclaim.activateBlocked(logger, pl.held.freed())
 }
 
 // onSharesChange lets in the pods held by a runtime share.
 func (pl *Plugin) onSharesChange(logger klog.Logger) {
 	pl.held.freedNow()
 	pl.letIn(logger, pl.held.of(hold.KindShare, queueOrder{pl.ugm}), false)
+	pl.reclaim.activateBlocked(logger, pl.held.freed())
 }
 
 // forgetPod drops what is held for a pod that is gone or bound: its

@@ -2,18 +2,20 @@ package userquota
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	testingclock "k8s.io/utils/clock/testing"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -151,6 +153,52 @@ func TestPreFilterReclaimable(t *testing.T) {
 	if got := summary(func() *fwk.Status { _, s := e.preFilter(over); return s }()); got.Code != fwk.UnschedulableAndUnresolvable ||
 		!strings.HasPrefix(got.Message, "queue root.a is at its share") {
 		t.Errorf("over its own share: %+v", got)
+	}
+}
+
+// TestBlockedActivatedOnRelease: a pod refused for room lent out is not
+// held, so no let-in moves it. The scheduler's hint queues it on the
+// delete of a pod of ours, but that event may come before this plugin
+// released the pod's charge, and a decision in between refuses it again
+// (TestReclaimBeyondGuaranteed lost a pod there): the release itself
+// activates it.
+func TestBlockedActivatedOnRelease(t *testing.T) {
+	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
+	pending := borrowed(e)
+	if _, s := e.preFilter(pending); s.Code() != fwk.Unschedulable {
+		t.Fatalf("PreFilter = %v, want Unschedulable (root at its share)", s)
+	}
+	e.activator.reset()
+	e.delete(userPod("run-0", "u", "", "root.b", "2"))
+	want := pending.Namespace + "/" + pending.Name
+	e.waitFor("the blocked pod activated by the release", func() bool {
+		return slices.Contains(e.activator.activated(), want)
+	})
+}
+
+// TestActivateBlockedOnce: a blocked pod is activated by the first free
+// counted after its decision, once; a later decision records it again.
+func TestActivateBlockedOnce(t *testing.T) {
+	a := &recordingActivator{}
+	b := newReclaimBook(clock.RealClock{}, a.Activate)
+	logger := klog.Background()
+	pod := userPod("p", "ann", "", "root.a", "1")
+	key := pod.Namespace + "/" + pod.Name
+	b.addBlocked(pod, 3)
+	for _, step := range []struct {
+		now  uint64
+		want int
+	}{{3, 0}, {4, 1}, {5, 1}} {
+		b.activateBlocked(logger, step.now)
+		if got := len(a.callsSoFar()); got != step.want {
+			t.Errorf("after a free at %d: %d activations %v, want %d", step.now, got, a.callsSoFar(), step.want)
+		}
+	}
+	b.addBlocked(pod, 5)
+	b.forget(pod.UID)
+	b.activateBlocked(logger, 6)
+	if got := a.activated(); len(got) != 1 || got[0] != key {
+		t.Errorf("activated %v, want %s once (a bound or deleted pod is forgotten)", got, key)
 	}
 }
 

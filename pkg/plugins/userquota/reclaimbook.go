@@ -28,6 +28,15 @@ type reclaimBook struct {
 	// waiters: pods of elastic queues that found no victims; a share
 	// recompute that changes any share sends them back to the active queue.
 	waiters map[types.UID]*v1.Pod
+	// blocked: pods PreFilter refused only because queues above theirs
+	// lent their room out (not held: the PostFilter may take it back),
+	// each with the free counter read before its decision. The delete of
+	// a pod of ours queues them (hints.go), but the scheduler's handler
+	// may see the delete before this plugin's handler released the pod's
+	// charge (two handlers, no order between them): a pod decided in that
+	// gap would wait for an unrelated event. Each free activates, once,
+	// the blocked pods decided before it (activateBlocked).
+	blocked map[types.UID]blockedPod
 	// refusedSince: when the pod's preemption delay started, when its
 	// PodScheduled condition does not say so yet.
 	refusedSince map[types.UID]time.Time
@@ -44,6 +53,13 @@ type preemptRun struct {
 	victims []victimRecord
 	// pdbViolations of the candidate that was carried out.
 	pdbViolations int64
+}
+
+// blockedPod is a pod refused for room lent out, and the free counter
+// read before its decision.
+type blockedPod struct {
+	pod   *v1.Pod
+	frees uint64
 }
 
 type victimRecord struct {
@@ -73,6 +89,7 @@ func newReclaimBook(c clock.WithDelayedExecution, activate activateFunc) *reclai
 		activate:     activate,
 		leaving:      map[types.UID]ugm.Request{},
 		waiters:      map[types.UID]*v1.Pod{},
+		blocked:      map[types.UID]blockedPod{},
 		refusedSince: map[types.UID]time.Time{},
 		timers:       map[types.UID]clock.Timer{},
 		runs:         map[types.UID]*preemptRun{},
@@ -116,6 +133,7 @@ func (b *reclaimBook) forget(uid types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.waiters, uid)
+	delete(b.blocked, uid)
 	delete(b.refusedSince, uid)
 	if t := b.timers[uid]; t != nil {
 		t.Stop()
@@ -155,6 +173,37 @@ func (b *reclaimBook) takeWaiters() map[string]*v1.Pod {
 func (b *reclaimBook) activateWaiters(logger klog.Logger) {
 	if pods := b.takeWaiters(); len(pods) > 0 {
 		logger.V(4).Info("Activating pods waiting for a queue over its share", "count", len(pods))
+		b.activate(logger, pods)
+	}
+}
+
+// addBlocked records pod, refused for room lent out by a decision that
+// read the free counter at frees.
+func (b *reclaimBook) addBlocked(pod *v1.Pod, frees uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.blocked[pod.UID] = blockedPod{pod: pod, frees: frees}
+}
+
+// activateBlocked sends back to the active queue, and forgets, the blocked
+// pods decided before the free counter reached now (a pod still in its
+// cycle is noted by the queue and requeued when the cycle ends).
+func (b *reclaimBook) activateBlocked(logger klog.Logger, now uint64) {
+	b.mu.Lock()
+	var pods map[string]*v1.Pod
+	for uid, w := range b.blocked {
+		if w.frees >= now {
+			continue
+		}
+		if pods == nil {
+			pods = map[string]*v1.Pod{}
+		}
+		pods[w.pod.Namespace+"/"+w.pod.Name] = w.pod
+		delete(b.blocked, uid)
+	}
+	b.mu.Unlock()
+	if len(pods) > 0 {
+		logger.V(4).Info("Activating pods refused for room lent out, after room was freed", "count", len(pods))
 		b.activate(logger, pods)
 	}
 }
