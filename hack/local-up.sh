@@ -373,6 +373,9 @@ set_kubeconfig_in() { # SRC DST KUBECONFIG REST_ADDRESS
     # (loopback only), and no leader election (one scheduler, --leader-elect=false).
     /^[[:space:]]+restAddress:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "restAddress: \"" rest "\""; next }
     /^[[:space:]]+restAuth:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "restAuth: false"; next }
+    # Plain HTTP: the production serving certificate (a Secret mounted in
+    # the Deployment) is not here.
+    /^[[:space:]]+rest(Cert|Key)File:/ { next }
     /^[[:space:]]+leaderElectionLease:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "leaderElectionLease: \"\""; next }
     # One process here: no leader election (the production config has it on).
     /^[[:space:]]+leaderElect:/ { match($0, /^[[:space:]]+/); print substr($0, 1, RLENGTH) "leaderElect: false"; next }

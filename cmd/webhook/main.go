@@ -69,7 +69,7 @@ func parse(args []string) (*options, webhook.Config, error) {
 	fs.StringVar(&o.configMap, "config-map", "userquota-system/userquota-config", "namespace/name of the queue-config ConfigMap to validate")
 	fs.StringVar(&o.configMapKey, "config-map-key", "queues.yaml", "the ConfigMap key holding the queue config")
 	fs.StringVar(&o.partition, "partition", webhook.DefaultPartition, "the partition the scheduler enforces (its UserQuota args' partition): a queue config without it is refused")
-	fs.StringVar(&o.schedulerURL, "scheduler-url", "", "base URL of the scheduler's REST API (its leader, e.g. the Service https://userquota-scheduler.userquota-system.svc:9089), asked whether an in-place resize (pods/resize) of a running pod fits its quota; without it such resizes are allowed with a warning, not checked")
+	fs.StringVar(&o.schedulerURL, "scheduler-url", "", "base URL of the scheduler's REST API (a headless Service, e.g. https://userquota-scheduler-rest.userquota-system.svc:9089: every address its host resolves to is asked until the leader answers), asked whether an in-place resize (pods/resize) of a running pod fits its quota; without it such resizes are allowed with a warning, not checked")
 	fs.StringVar(&o.schedulerTokenFile, "scheduler-token-file", "", "bearer token (a file, read at each request: a projected ServiceAccount token) for --scheduler-url; its account needs get on the nonResourceURL of the resize check")
 	fs.StringVar(&o.schedulerCAFile, "scheduler-ca-file", "", "CA (PEM) of --scheduler-url's serving certificate; empty uses the system's")
 	klog.InitFlags(fs)
@@ -99,7 +99,7 @@ func parse(args []string) (*options, webhook.Config, error) {
 		}
 	}
 	if o.schedulerURL != "" {
-		if cfg.ResizeCheck, err = webhook.SchedulerResizeChecker(o.schedulerURL, o.partition, o.schedulerTokenFile, o.schedulerCAFile); err != nil {
+		if cfg.ResizeCheck, err = webhook.SchedulerResizeChecker(o.schedulerURL, o.partition, o.schedulerTokenFile, o.schedulerCAFile, nil); err != nil {
 			return nil, cfg, err
 		}
 	}

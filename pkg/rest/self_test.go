@@ -155,8 +155,8 @@ func TestSelfUsage(t *testing.T) {
 				if err := json.Unmarshal([]byte(body), &su); err != nil {
 					t.Errorf("the answer does not decode as dao.SelfUsage: %v", err)
 				}
-				if got := hdr.Get(HeaderLeader); got != "true" {
-					t.Errorf("%s: %q, want true", HeaderLeader, got)
+				if got := hdr.Get(dao.HeaderLeader); got != "true" {
+					t.Errorf("%s: %q, want true", dao.HeaderLeader, got)
 				}
 			}
 		})
@@ -234,8 +234,8 @@ func TestSelfUsageFollower(t *testing.T) {
 	opts.Auth = &Auth{Authenticator: selfCallers, Authorizer: allowPaths{}}
 	opts.Leader = func() (bool, string) { return false, "test" }
 	status, body, hdr := get(t, NewHandler(opts), http.MethodGet, "/ws/v1/partition/default/usage/me", http.Header{"Authorization": {"Bearer t-sue"}})
-	if status != 503 || hdr.Get(HeaderLeader) != "false" || hdr.Get("Retry-After") == "" {
-		t.Errorf("%d %s %v, want 503 with %s: false and Retry-After", status, body, hdr, HeaderLeader)
+	if status != 503 || hdr.Get(dao.HeaderLeader) != "false" || hdr.Get("Retry-After") == "" {
+		t.Errorf("%d %s %v, want 503 with %s: false and Retry-After", status, body, hdr, dao.HeaderLeader)
 	}
 }
 

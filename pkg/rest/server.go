@@ -177,10 +177,6 @@ func (s *server) leading() (bool, string) {
 	return s.opts.Leader()
 }
 
-// HeaderLeader says on every answer of a leader-only path whether the
-// replica that answered leads ("true" or "false").
-const HeaderLeader = "X-Userquota-Leader"
-
 // leaderOnly answers 503 on a replica that is not leading: its usage is not
 // the live one. ?local=true asks any replica for its own state (what a
 // follower would start from, were it to lead), said by HeaderLeader.
@@ -195,7 +191,7 @@ func (s *server) leaderOnly(next http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		ok, why := s.leading()
-		w.Header().Set(HeaderLeader, strconv.FormatBool(ok))
+		w.Header().Set(dao.HeaderLeader, strconv.FormatBool(ok))
 		if !ok && !local {
 			w.Header().Set("Retry-After", "5")
 			writeError(w, http.StatusServiceUnavailable, "not the leader",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/rest/dao"
 )
 
 // The bodies of the test data, as the endpoints return them.
@@ -197,8 +198,8 @@ func TestFollower(t *testing.T) {
 		if status != tc.status || tc.body != "" && body != tc.body {
 			t.Errorf("%s: %d %s, want %d %s", tc.query, status, body, tc.status, tc.body)
 		}
-		if got := header.Get(HeaderLeader); got != tc.leaderHead {
-			t.Errorf("%s: %s %q, want %q", tc.query, HeaderLeader, got, tc.leaderHead)
+		if got := header.Get(dao.HeaderLeader); got != tc.leaderHead {
+			t.Errorf("%s: %s %q, want %q", tc.query, dao.HeaderLeader, got, tc.leaderHead)
 		}
 		if tc.status == 200 && !strings.Contains(body, `"userName":"sue"`) {
 			t.Errorf("%s: body %s, want the follower's usage (sue's)", tc.query, body)

@@ -1,17 +1,10 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -75,56 +68,4 @@ func (h *Handler) validateResize(req *admissionv1.AdmissionRequest) *admissionv1
 			req.Namespace, req.Name, answer.Reason))
 	}
 	return allowed()
-}
-
-// SchedulerResizeChecker asks the scheduler's REST API at baseURL (its
-// resize check, dao.ResizeCheckPath, for partition) with the bearer token in
-// tokenFile (read at each call: a projected token is renewed on disk; ""
-// sends none), trusting the CA in caFile ("" uses the system's).
-func SchedulerResizeChecker(baseURL, partition, tokenFile, caFile string) (ResizeChecker, error) {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--scheduler-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--scheduler-ca-file %s: no PEM certificate", caFile)
-		}
-		tlsConfig.RootCAs = pool
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: resizeTimeout}
-	endpoint := strings.TrimSuffix(baseURL, "/") + strings.Replace(dao.ResizeCheckPath, "{partition}", url.PathEscape(partition), 1)
-	return func(ctx context.Context, pod []byte) (dao.ResizeCheck, error) {
-		var answer dao.ResizeCheck
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(pod))
-		if err != nil {
-			return answer, err
-		}
-		r.Header.Set("Content-Type", "application/json")
-		if tokenFile != "" {
-			token, err := os.ReadFile(tokenFile)
-			if err != nil {
-				return answer, fmt.Errorf("reading the token: %w", err)
-			}
-			r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-		}
-		resp, err := client.Do(r)
-		if err != nil {
-			return answer, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if err != nil {
-			return answer, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return answer, fmt.Errorf("POST %s: %s: %s", endpoint, resp.Status, strings.TrimSpace(string(body)))
-		}
-		if err := json.Unmarshal(body, &answer); err != nil {
-			return answer, fmt.Errorf("POST %s: %w", endpoint, err)
-		}
-		return answer, nil
-	}, nil
 }

@@ -4,11 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,49 +90,5 @@ func TestValidateResizeServed(t *testing.T) {
 	resp := post(t, NewHandler(cfg), PathValidateResize, resizeReview(withNode(pod("userquota-scheduler", nil), "node-1"), "resize"))
 	if resp.Allowed {
 		t.Fatalf("response %+v, want refused", resp)
-	}
-}
-
-// TestSchedulerResizeChecker: the client of the scheduler's resize check
-// POSTs the pod with the token read from its file, and reads the answer;
-// an answer other than 200 is an error naming it.
-func TestSchedulerResizeChecker(t *testing.T) {
-	var gotPath, gotAuth, gotBody string
-	status := http.StatusOK
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		gotPath, gotAuth, gotBody = r.Method+" "+r.URL.Path, r.Header.Get("Authorization"), string(b)
-		w.WriteHeader(status)
-		if status == http.StatusOK {
-			_, _ = io.WriteString(w, `{"pod":"ns/p","charged":true,"fits":false,"reason":"over"}`)
-		} else {
-			_, _ = io.WriteString(w, `{"message":"not the leader"}`)
-		}
-	}))
-	defer srv.Close()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("tok-1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	check, err := SchedulerResizeChecker(srv.URL+"/", "default", tokenFile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer, err := check(context.Background(), []byte(`{"metadata":{"uid":"u"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if answer != (dao.ResizeCheck{Pod: "ns/p", Charged: true, Reason: "over"}) {
-		t.Errorf("answer %+v", answer)
-	}
-	if gotPath != "POST /ws/v1/partition/default/check/resize" || gotAuth != "Bearer tok-1" || gotBody != `{"metadata":{"uid":"u"}}` {
-		t.Errorf("sent %s, %q, %s", gotPath, gotAuth, gotBody)
-	}
-	status = http.StatusServiceUnavailable
-	if _, err := check(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "not the leader") {
-		t.Errorf("503: err = %v, want it named", err)
-	}
-	if _, err := SchedulerResizeChecker(srv.URL, "default", "", filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("a missing CA file: no error")
 	}
 }

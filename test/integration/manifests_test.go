@@ -140,6 +140,9 @@ func TestManifests(t *testing.T) {
 		return c.hasEvent(c.ns, userquota.ReasonQuotaHeld) && c.hasEvent(systemNamespace, userquota.ReasonConfigApplied), nil
 	})
 
+	// The webhook's resize check, wired as manifests/ wire it.
+	c.checkResizeWiring(m, s)
+
 	// /metrics through the scheduler's delegated authentication and
 	// authorization (TokenReview, SubjectAccessReview), as a scraper with a
 	// token for a ServiceAccount allowed to get /metrics.
@@ -233,6 +236,9 @@ type installed struct {
 	objects, examples []*unstructured.Unstructured
 	// restToken reads the usage REST API (made on first use).
 	restToken string
+	// restTLS holds the files of the Secret userquota-scheduler-tls made
+	// here (tls.crt, tls.key, ca.crt), for the name the webhook asks.
+	restTLS string
 }
 
 // installManifests applies manifests/ (built with kustomize, in process)
@@ -279,8 +285,8 @@ func (c *cluster) installManifests() *installed {
 			m.schedulerConfig = data[schedulerConfigFn]
 		}
 	}
-	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 1, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 2,
-		"ConfigMap": 2, "Deployment": 2, "Service": 2, "PodDisruptionBudget": 2,
+	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 4, "Role": 1, "RoleBinding": 2,
+		"ConfigMap": 2, "Deployment": 2, "Service": 3, "PodDisruptionBudget": 2,
 		"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1} {
 		if kinds[kind] != n {
 			c.t.Errorf("manifests/ has %d %s objects, want %d", kinds[kind], kind, n)
@@ -289,6 +295,7 @@ func (c *cluster) installManifests() *installed {
 	if m.schedulerConfig == "" {
 		c.t.Fatalf("manifests/ generates no ConfigMap %s with key %s", schedulerConfigCM, schedulerConfigFn)
 	}
+	m.restTLS = newTestCA(c.t).writeSecret(c.t, m.schedulerRESTHost(c))
 	// The API server's RBAC authorizer reads bindings from informers: wait
 	// until it has each of the four, so that the scheduler is not refused
 	// a request in the first milliseconds (which the test would take for a
@@ -337,11 +344,13 @@ func (c *cluster) waitAuthorized(user string, attrs ...authorizationv1.ResourceA
 // schedulerConfigFor returns the installed scheduler config with what a
 // process on this machine needs: the kubeconfig (kube-scheduler reads
 // clientConnection.kubeconfig, not --kubeconfig, when given --config), the
-// REST API on loopback, and the given leaderElection fields.
+// REST API on loopback with the certificate made for it (the Secret's
+// files), and the given leaderElection fields.
 func (m *installed) schedulerConfigFor(t *testing.T, leaderElection map[string]any) func(kubeconfig, restAddress string) []byte {
 	return func(kubeconfig, restAddress string) []byte {
 		out, err := controlplane.ProductionSchedulerConfig([]byte(m.schedulerConfig), kubeconfig, leaderElection,
-			map[string]any{"restAddress": restAddress})
+			map[string]any{"restAddress": restAddress,
+				"restCertFile": filepath.Join(m.restTLS, "tls.crt"), "restKeyFile": filepath.Join(m.restTLS, "tls.key")})
 		if err != nil {
 			t.Fatalf("the scheduler config of manifests/: %v", err)
 		}

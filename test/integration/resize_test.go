@@ -47,7 +47,7 @@ func TestNoSkipResize(t *testing.T) {
 	c := tokenCluster(t, 2)
 	restAddr := freeAddress(t)
 	cfg := webhookConfig(t, c.ns)
-	check, err := webhook.SchedulerResizeChecker("http://"+restAddr, "default", "", "")
+	check, err := webhook.SchedulerResizeChecker("http://"+restAddr, "default", "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

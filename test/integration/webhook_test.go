@@ -1,16 +1,9 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -245,7 +238,7 @@ func TestWebhookManifests(t *testing.T) {
 			kinds = append(kinds, o.GetKind())
 		}
 	}
-	if got, want := strings.Join(kinds, ","), "ServiceAccount,Deployment,Service,PodDisruptionBudget,MutatingWebhookConfiguration,ValidatingWebhookConfiguration"; got != want {
+	if got, want := strings.Join(kinds, ","), "ServiceAccount,Deployment,Service,PodDisruptionBudget,ClusterRole,ClusterRoleBinding,MutatingWebhookConfiguration,ValidatingWebhookConfiguration"; got != want {
 		t.Errorf("kinds = %s, want %s", got, want)
 	}
 }
@@ -273,32 +266,17 @@ func webhookConfig(t *testing.T, ns string) webhook.Config {
 // of a CA made here; it returns the base URL and the CA (PEM).
 func (c *cluster) serveWebhook(cfg webhook.Config) (string, []byte) {
 	c.t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "userquota-test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "userquota-webhook"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	ca := newTestCA(c.t)
+	cert := ca.issue(c.t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	srv := &http.Server{Handler: webhook.NewHandler(cfg), ReadHeaderTimeout: 5 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}}
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	c.t.Cleanup(func() { _ = srv.Close() })
-	return "https://" + ln.Addr().String(), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return "https://" + ln.Addr().String(), ca.pem
 }
 
 // registerWebhooks registers the configurations of

@@ -224,9 +224,10 @@ func (c *cluster) apiserverArgs() []string {
 
 // schedulerConfig is manifests/scheduler-config.yaml (the production
 // config: leader election, UserQuota at PreFilter and Reserve) with the
-// harness's kubeconfig, a loopback REST address without authentication,
-// shorter leader election (a SIGKILLed leader's Lease expires sooner) and
-// requireUserInfo off (no webhook here; some pods run as the default user).
+// harness's kubeconfig, a loopback REST address without authentication
+// (plain HTTP, so no certificate), shorter leader election (a SIGKILLed
+// leader's Lease expires sooner) and requireUserInfo off (no webhook
+// here; some pods run as the default user).
 func schedulerConfig(o *options, kc string, restPort int) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(o.repoRoot, "manifests/scheduler-config.yaml"))
 	if err != nil {
@@ -241,6 +242,8 @@ func schedulerConfig(o *options, kc string, restPort int) ([]byte, error) {
 		map[string]any{
 			"restAddress":     fmt.Sprintf("127.0.0.1:%d", restPort),
 			"restAuth":        false,
+			"restCertFile":    "",
+			"restKeyFile":     "",
 			"requireUserInfo": false,
 		})
 	if err != nil {

@@ -8,6 +8,11 @@ package dao
 
 import "github.com/userquota/userquota/pkg/ugm"
 
+// HeaderLeader says on every answer of a leader-only path whether the
+// replica that answered leads ("true" or "false"): a client that reached a
+// follower asks another replica (the webhook's resize check does).
+const HeaderLeader = "X-Userquota-Leader"
+
 // Hidden stands for an application or a gang of another user in the group
 // usage of a SelfUsage: a group's numbers are everyone's in the group (what
 // its limit is compared with), but the caller sees only their own
