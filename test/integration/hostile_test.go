@@ -17,7 +17,9 @@ import (
 // in a version of the queue config and in a pod's request, is refused
 // naming it, and changes nothing: the config in force stays (its limits
 // still decide), the pod is held with a reason naming its resource, and
-// pods after it are decided as before. The end-to-end guard of what
+// pods after it are decided as before. A config with 8Ei, one past what
+// apimachinery holds, read as an unlimited limit before the fix, is
+// refused the same way. The end-to-end guard of what
 // TestPodResourcesHostile and TestHostileQuantities in pkg/resources
 // bound in time and memory: the quantity here is one the API server
 // stores (its own validation takes about a second over 1e10000000; it takes minutes over 1e2000000000), and the
@@ -31,6 +33,10 @@ func TestHostileQuantities(t *testing.T) {
 
 	c.setQueueConfig(strings.Replace(teamConfig, "maxresources: {vcore: 2}", "maxresources: {vcore: 2, memory: 1e2000000000}", 1))
 	c.waitConfigWarning("memory")
+	// 8Ei is 2^63 bytes, one more than apimachinery holds: it capped it
+	// at MaxInt64, an unlimited limit, before the fix.
+	c.setQueueConfig(strings.Replace(teamConfig, "maxresources: {vcore: 2}", "maxresources: {vcore: 2, memory: 8Ei}", 1))
+	c.waitConfigWarning(`quantity "8Ei" is too large`)
 
 	// 1e10000000 bytes beside a second container's 1Gi: the request is
 	// their sum.
