@@ -17,12 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -287,11 +292,12 @@ func (c *cluster) installManifests() *installed {
 	}
 	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 4, "Role": 1, "RoleBinding": 2,
 		"ConfigMap": 2, "Deployment": 2, "Service": 3, "PodDisruptionBudget": 2,
-		"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1} {
+		"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "NetworkPolicy": 2} {
 		if kinds[kind] != n {
 			c.t.Errorf("manifests/ has %d %s objects, want %d", kinds[kind], kind, n)
 		}
 	}
+	c.checkWebhookPolicy(m)
 	if m.schedulerConfig == "" {
 		c.t.Fatalf("manifests/ generates no ConfigMap %s with key %s", schedulerConfigCM, schedulerConfigFn)
 	}
@@ -324,6 +330,68 @@ func (c *cluster) installManifests() *installed {
 		c.t.Fatal(err)
 	}
 	return m
+}
+
+// The webhook's NetworkPolicy as docs/install.md ("Network policy")
+// documents it: only TCP 8443 to the webhook's pods, only from the
+// control plane's range, shipped as the placeholder 192.0.2.0/24 that an
+// overlay replaces.
+const (
+	webhookPolicy    = "userquota-webhook"
+	webhookPort      = 8443
+	controlPlaneCIDR = "192.0.2.0/24"
+)
+
+// checkWebhookPolicy reads the NetworkPolicy userquota-webhook back from
+// the API server and checks what it says: it selects the pods of the
+// webhook's Deployment (manifests/webhook.yaml) and of no other, for
+// ingress alone, and admits TCP 8443, the port that Deployment's
+// container serves, from the control plane's range and from nowhere
+// else. No CNI runs here: this is what an enforcing one would enforce,
+// not enforcement.
+func (c *cluster) checkWebhookPolicy(m *installed) {
+	c.t.Helper()
+	np, err := c.client.NetworkingV1().NetworkPolicies(systemNamespace).Get(c.ctx, webhookPolicy, metav1.GetOptions{})
+	if err != nil {
+		c.t.Errorf("the webhook's NetworkPolicy %s/%s: %v", systemNamespace, webhookPolicy, err)
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		c.t.Fatalf("NetworkPolicy %s: podSelector: %v", webhookPolicy, err)
+	}
+	for _, o := range objsOfKind(m.objects, "Deployment") {
+		d := m.deployment(c, o.GetName())
+		webhook := d.Name == webhookDeployment
+		if got := sel.Matches(labels.Set(d.Spec.Template.Labels)); got != webhook {
+			c.t.Errorf("NetworkPolicy %s (podSelector %s) selects the pods of Deployment %s: %v, want %v", webhookPolicy, sel, d.Name, got, webhook)
+		}
+		if webhook && !servesPort(d, webhookPort) {
+			c.t.Errorf("Deployment %s serves no container port %d, the one NetworkPolicy %s admits", d.Name, webhookPort, webhookPolicy)
+		}
+	}
+	if diff := cmp.Diff([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes); diff != "" {
+		c.t.Errorf("NetworkPolicy %s policyTypes (-want,+got):\n%s", webhookPolicy, diff)
+	}
+	want := []networkingv1.NetworkPolicyIngressRule{{
+		From:  []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: controlPlaneCIDR}}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(v1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(webhookPort))}},
+	}}
+	if diff := cmp.Diff(want, np.Spec.Ingress); diff != "" {
+		c.t.Errorf("NetworkPolicy %s ingress (-want,+got):\n%s", webhookPolicy, diff)
+	}
+}
+
+// servesPort reports whether a container of d declares the TCP port.
+func servesPort(d *appsv1.Deployment, port int32) bool {
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		for _, p := range ctr.Ports {
+			if p.ContainerPort == port && (p.Protocol == "" || p.Protocol == v1.ProtocolTCP) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitAuthorized waits until the API server allows user every one of attrs.
