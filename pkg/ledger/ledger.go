@@ -47,7 +47,8 @@ func (l *Ledger) Check(req *ugm.Request) error { return l.ugm.Check(req) }
 // Allocate charges pod with req if every limit allows it. A pod already live
 // gets ErrAlreadyAllocated and nothing changes.
 func (l *Ledger) Allocate(pod string, req ugm.Request) error {
-	return l.allocate(pod, req, false)
+	_, err := l.allocate(pod, req, false)
+	return err
 }
 
 // ForceAllocate charges a pod that is already running (found bound after a
@@ -55,35 +56,38 @@ func (l *Ledger) Allocate(pod string, req ugm.Request) error {
 // as it is and reported with ErrAlreadyAllocated, so repeated informer events
 // never count twice. If the pod's application is held by another user or
 // queue, the pod is charged as an application of its own (keyed by the pod)
-// so that nothing that runs goes uncounted.
-func (l *Ledger) ForceAllocate(pod string, req ugm.Request) error {
+// so that nothing that runs goes uncounted. over is the limit the charge
+// took someone over (ugm.Manager.ForceCommit), nil when it fit; the pod is
+// charged either way, and err means it was not.
+func (l *Ledger) ForceAllocate(pod string, req ugm.Request) (over *ugm.Refusal, err error) {
 	return l.allocate(pod, req, true)
 }
 
-func (l *Ledger) allocate(pod string, req ugm.Request, force bool) error {
+func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, live := l.pods[pod]; live {
-		return fmt.Errorf("pod %s: %w", pod, ErrAlreadyAllocated)
+		return nil, fmt.Errorf("pod %s: %w", pod, ErrAlreadyAllocated)
 	}
 	req.Groups = append([]string(nil), req.Groups...)
 	req.Resources = req.Resources.Clone()
+	var over *ugm.Refusal
 	var err error
 	if force {
-		err = l.ugm.ForceCommit(pod, &req)
+		over, err = l.ugm.ForceCommit(pod, &req)
 		var conflict *ugm.AppConflict
 		if errors.As(err, &conflict) {
 			req.App = ugm.AppKey{Namespace: req.App.Namespace, ID: "pod:" + pod}
-			err = l.ugm.ForceCommit(pod, &req)
+			over, err = l.ugm.ForceCommit(pod, &req)
 		}
 	} else {
 		err = l.ugm.Commit(pod, &req)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.pods[pod] = &Charge{Pod: pod, Request: req, Forced: force}
-	return nil
+	return over, nil
 }
 
 // Release gives back everything pod was charged, once: the second release

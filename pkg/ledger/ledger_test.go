@@ -47,7 +47,7 @@ func TestAllocateReleaseOnce(t *testing.T) {
 	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); !errors.Is(err, ErrAlreadyAllocated) {
 		t.Fatalf("second allocate = %v, want ErrAlreadyAllocated", err)
 	}
-	if err := l.ForceAllocate("p1", req("sue", "a", cpu(t, "1"))); !errors.Is(err, ErrAlreadyAllocated) {
+	if _, err := l.ForceAllocate("p1", req("sue", "a", cpu(t, "1"))); !errors.Is(err, ErrAlreadyAllocated) {
 		t.Fatalf("force of a live pod = %v, want ErrAlreadyAllocated", err)
 	}
 	if got := rootCPU(l); got != 1000 {
@@ -80,9 +80,14 @@ func TestRefusalChangesNothing(t *testing.T) {
 	if _, live := l.Get("p2"); live || rootCPU(l) != 2000 {
 		t.Fatal("a refused pod was recorded or charged")
 	}
-	// A forced pod (found running) is charged whatever the limit says.
-	if err := l.ForceAllocate("p3", req("sue", "a", cpu(t, "1"))); err != nil || rootCPU(l) != 3000 {
+	// A forced pod (found running) is charged whatever the limit says,
+	// and says which limit it went over.
+	over, err := l.ForceAllocate("p3", req("sue", "a", cpu(t, "1")))
+	if err != nil || rootCPU(l) != 3000 {
 		t.Fatalf("force = %v, usage %d", err, rootCPU(l))
+	}
+	if over == nil || over.Who != ugm.WhoUser || over.Name != "sue" {
+		t.Fatalf("force over sue's limit reported %v, want her limit", over)
 	}
 }
 
@@ -93,7 +98,7 @@ func TestForceWithConflictingApplication(t *testing.T) {
 	}
 	// bob's running pod claims sue's application: it is still charged, to
 	// an application of its own.
-	if err := l.ForceAllocate("p2", req("bob", "shared", cpu(t, "1"))); err != nil {
+	if _, err := l.ForceAllocate("p2", req("bob", "shared", cpu(t, "1"))); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := l.Get("p2")

@@ -150,6 +150,21 @@ var resizesOverLimit = metrics.NewCounter(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 })
 
+// chargedOverLimit counts the other "charged anyway": a bound pod the
+// scheduler found running without having admitted it (a restart or
+// failover, a pod bound by someone else, a charge the audit repaired)
+// charged although it took its user, group or queue over a limit. The
+// admission webhook refuses a pod naming a node from an untrusted
+// requester (docs/security.md, "No skipping the scheduler"), so a count
+// here is a pod admission did not see or a trusted requester's, or, after
+// a restart, a pod admitted under a config whose limits were lowered since.
+var chargedOverLimit = metrics.NewCounterVec(&metrics.CounterOpts{
+	Subsystem:      subsystem,
+	Name:           "charged_over_limit_total",
+	Help:           "Bound pods the scheduler did not admit, found running and charged although they took a user, group or queue over a limit (a running pod cannot be refused), by source: running (the pod handler, at start-up, failover or a pod bound by someone else) or audit.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"source"})
+
 var registerOnce sync.Once
 
 // Register registers every metric with the legacy registry, once per
@@ -157,7 +172,7 @@ var registerOnce sync.Once
 // called the Record functions do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, gangs, statusWrites, resizesOverLimit)
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, gangs, statusWrites, resizesOverLimit, chargedOverLimit)
 		legacyregistry.CustomMustRegister(usageCollector)
 	})
 }
@@ -202,3 +217,7 @@ func RecordStatusWrite(result string) { statusWrites.WithLabelValues(result).Inc
 
 // RecordResizeOverLimit counts a resize charged over a limit.
 func RecordResizeOverLimit() { resizesOverLimit.Inc() }
+
+// RecordChargedOverLimit counts a running pod charged over a limit, by
+// source (SourceRunning, SourceAudit).
+func RecordChargedOverLimit(source string) { chargedOverLimit.WithLabelValues(source).Inc() }

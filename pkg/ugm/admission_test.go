@@ -128,7 +128,7 @@ func runOps(t *testing.T, m *Manager, ops []admitOp) {
 		case "commit":
 			err = m.Commit(op.key, op.r)
 		case "force":
-			err = m.ForceCommit(op.key, op.r)
+			_, err = m.ForceCommit(op.key, op.r)
 		case "release":
 			err = m.Decrease(op.r)
 		case "decide":

@@ -135,20 +135,28 @@ func (m *Manager) Commit(key string, req *Request) error {
 // run (a restart or failover finds them bound), which the scheduler cannot
 // refuse. A queue missing from the config is tracked, unlimited, until
 // empty. It still refuses an application conflict or a bad request.
-func (m *Manager) ForceIncrease(req *Request) error { return m.ForceCommit("", req) }
+// ForceCommit also says which limit the charge went over.
+func (m *Manager) ForceIncrease(req *Request) error {
+	_, err := m.ForceCommit("", req)
+	return err
+}
 
 // ForceCommit is ForceIncrease for the pod key: the room it held, if any,
-// goes.
-func (m *Manager) ForceCommit(key string, req *Request) error {
+// goes. over is the limit the charge took its user, group or queue over:
+// the *Refusal Commit would have returned (the same check, under the same
+// lock, the key's own held room not counting against it), nil when it fit
+// or when its queue is not in the config (nothing there to be over). The
+// charge is made either way; err means nothing changed.
+func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err error) {
 	if err := validate(req); err != nil {
-		return err
+		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	leaf := m.queues.byPath[req.Queue] // nil: commit creates it
 	a := m.apps[req.App]
 	if a != nil && (a.user.name != req.User || a.leaf.path != req.Queue) {
-		return &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+		return nil, &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
 	}
 	group := ""
 	if a == nil {
@@ -159,8 +167,21 @@ func (m *Manager) ForceCommit(key string, req *Request) error {
 		}
 		group = m.groupOf(req, from)
 	}
+	if m.partition != nil {
+		// The check a new pod meets, allocation-free when it fits; any
+		// other answer (a queue the config lacks, an admitted
+		// application's conflict) is no limit gone over.
+		_, _, _, cerr := m.checkFor(req, m.adm.byKey[key], nil)
+		var r *Refusal
+		if errors.As(cerr, &r) {
+			over = r
+		}
+	}
 	m.unadmit(key, false)
-	return m.commit(req, leaf, a, group)
+	if err := m.commit(req, leaf, a, group); err != nil {
+		return nil, err
+	}
+	return over, nil
 }
 
 // Decrease releases req, which must be exactly what an earlier increase

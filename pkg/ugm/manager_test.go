@@ -403,6 +403,92 @@ func TestForceIncreaseIgnoresLimits(t *testing.T) {
 	}
 }
 
+// TestForceCommitReportsOver: a forced charge is made whatever the limits
+// say and reports the first one it went over, as Commit's check would
+// have refused it: the pod's own held room does not count against it,
+// another pod's does; a queue the config lacks, or no config, has no
+// limit to be over.
+func TestForceCommitReportsOver(t *testing.T) {
+	type over struct{ Who, Name, Queue, Limit string }
+	for _, tc := range []struct {
+		name  string
+		m     func(t *testing.T) *Manager // with what runs and is held
+		key   string
+		force *Request
+		want  *over
+	}{
+		{name: "fits", m: func(t *testing.T) *Manager { return withConfig(t, limitsConfig) },
+			force: req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5"))},
+		{name: "over the user's resources", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustIncrease(t, m, req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "4")))
+			return m
+		}, force: req("sue", nil, "root.a.leaf", "s2", res(t, "cpu", "2")),
+			want: &over{WhoUser, "sue", "root.a.leaf", LimitResources}},
+		{name: "over the user's applications", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustIncrease(t, m, req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "1")))
+			mustIncrease(t, m, req("sue", nil, "root.a.leaf", "s2", res(t, "cpu", "1")))
+			return m
+		}, force: req("sue", nil, "root.a.leaf", "s3", res(t, "cpu", "1")),
+			want: &over{WhoUser, "sue", "root.a.leaf", LimitApplications}},
+		{name: "over a parent queue's max", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustIncrease(t, m, req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5")))
+			mustIncrease(t, m, req("ann", nil, "root.a.open", "a1", res(t, "cpu", "4")))
+			return m
+		}, force: req("carl", nil, "root.a.open", "c1", res(t, "cpu", "1")),
+			want: &over{WhoQueue, "root.a", "root.a", LimitResources}},
+		{name: "its own held room does not count", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustAdmit(t, m, "p", req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5")))
+			return m
+		}, key: "p", force: req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5"))},
+		{name: "another pod's held room counts", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustAdmit(t, m, "q", req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "4")))
+			return m
+		}, key: "p", force: req("sue", nil, "root.a.leaf", "s2", res(t, "cpu", "2")),
+			want: &over{WhoUser, "sue", "root.a.leaf", LimitResources}},
+		{name: "a queue missing from the config", m: func(t *testing.T) *Manager { return withConfig(t, limitsConfig) },
+			force: req("bob", nil, "root.gone", "b1", res(t, "cpu", "50"))},
+		{name: "no config", m: func(*testing.T) *Manager { return New() },
+			force: req("bob", nil, "root.a.leaf", "b1", res(t, "cpu", "50"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.m(t)
+			r, err := m.ForceCommit(tc.key, tc.force)
+			if err != nil {
+				t.Fatalf("ForceCommit: %v", err)
+			}
+			var got *over
+			if r != nil {
+				got = &over{r.Who, r.Name, r.Queue, r.Limit}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("over (-want,+got):\n%s", diff)
+			}
+			if _, ok := m.User(tc.force.User); !ok {
+				t.Errorf("%s not charged", tc.force.User)
+			}
+		})
+	}
+}
+
+func mustIncrease(t *testing.T, m *Manager, r *Request) {
+	t.Helper()
+	if err := m.Increase(r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAdmit(t *testing.T, m *Manager, key string, r *Request) {
+	t.Helper()
+	if err := m.Admit(key, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestResize(t *testing.T) {
 	m := withConfig(t, limitsConfig)
 	r := req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "2"))

@@ -128,13 +128,18 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 }
 
 // chargeRunning charges a bound pod without a limit check, counted under
-// source; false when it was charged already or could not be (logged).
+// source, and counts it apart when it went over a limit; false when it was
+// charged already or could not be (logged).
 func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool {
 	defer pl.held.forget(pod.UID)
-	err := pl.ledger.ForceAllocate(string(pod.UID), pl.boundPodRequest(logger, pod))
+	over, err := pl.ledger.ForceAllocate(string(pod.UID), pl.boundPodRequest(logger, pod))
 	switch {
 	case err == nil:
 		metrics.RecordIncrease(source)
+		if over != nil {
+			logger.Info("Pod found running is over a quota limit; charged anyway", "pod", klog.KObj(pod), "source", source, "limit", over.Error())
+			metrics.RecordChargedOverLimit(source)
+		}
 		pl.elastic.recomputeSoon()
 		return true
 	case !errors.Is(err, ledger.ErrAlreadyAllocated):

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,9 +14,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/podmeta"
 )
 
@@ -321,4 +324,115 @@ func TestRestartWithAppConflict(t *testing.T) {
 	if diff := cmp.Diff(emptyUsage(), snapshot(e.pl)); diff != "" {
 		t.Errorf("usage after both are gone (-want,+got):\n%s", diff)
 	}
+}
+
+// TestChargedOverLimitCounted: a bound pod the scheduler did not admit
+// (found at start, bound by someone else, repaired by the audit) is
+// charged whatever the limits say, and counted in
+// userquota_charged_over_limit_total by source when the charge took its
+// user, group or queue over a limit (sandboxConfig: sue 2 cpu, group dev
+// 3 cpu, root.sandbox 4 cpu and 3 applications). Pods the scheduler
+// admitted are not: they were checked.
+func TestChargedOverLimitCounted(t *testing.T) {
+	bound := func(p *v1.Pod) *v1.Pod {
+		p.Spec.NodeName, p.Status.Phase = testNode, v1.PodRunning
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		// atStart are bound before the plugin starts; scheduled go through
+		// the scheduler and are then bound; later are bound by someone
+		// else; audit is charged by the audit's repair.
+		atStart, scheduled, later []*v1.Pod
+		audit                     *v1.Pod
+		want                      map[string]float64 // by source
+	}{
+		{name: "within every limit",
+			atStart: []*v1.Pod{bound(userPod("a", "sue", "", "sandbox", "1")), bound(userPod("b", "sue", "", "sandbox", "1"))}},
+		{name: "over the user's limit", want: map[string]float64{metrics.SourceRunning: 1},
+			atStart: []*v1.Pod{bound(userPod("a", "sue", "", "sandbox", "1500m")), bound(userPod("b", "sue", "", "sandbox", "1"))}},
+		{name: "over the group's limit", want: map[string]float64{metrics.SourceRunning: 1},
+			atStart: []*v1.Pod{bound(userPod("a", "ann", "dev", "sandbox", "2")), bound(userPod("b", "bob", "dev", "sandbox", "2"))}},
+		{name: "over the queue's max", want: map[string]float64{metrics.SourceRunning: 1},
+			atStart: []*v1.Pod{bound(userPod("a", "ann", "", "sandbox", "2")), bound(userPod("b", "bob", "", "sandbox", "2")), bound(userPod("c", "carl", "", "sandbox", "1"))}},
+		{name: "over the queue's maxapplications", want: map[string]float64{metrics.SourceRunning: 1},
+			atStart: []*v1.Pod{bound(userPod("a", "ann", "", "sandbox", "100m")), bound(userPod("b", "bob", "", "sandbox", "100m")),
+				bound(userPod("c", "carl", "", "sandbox", "100m")), bound(userPod("d", "dan", "", "sandbox", "100m"))}},
+		{name: "each pod over is counted", want: map[string]float64{metrics.SourceRunning: 2},
+			atStart: []*v1.Pod{bound(userPod("a", "sue", "", "sandbox", "2")), bound(userPod("b", "sue", "", "sandbox", "1")), bound(userPod("c", "sue", "", "sandbox", "1"))}},
+		{name: "no limit on the queue", atStart: []*v1.Pod{bound(userPod("a", "sue", "", "open", "50"))}},
+		{name: "admitted by the scheduler: not counted",
+			scheduled: []*v1.Pod{userPod("a", "sue", "", "sandbox", "1"), userPod("b", "sue", "", "sandbox", "1")}},
+		{name: "bound by someone else beside admitted pods", want: map[string]float64{metrics.SourceRunning: 1},
+			scheduled: []*v1.Pod{userPod("a", "sue", "", "sandbox", "2")},
+			later:     []*v1.Pod{userPod("b", "sue", "", "sandbox", "1")}},
+		{name: "bound by someone else within the limit",
+			later: []*v1.Pod{userPod("a", "sue", "", "sandbox", "2")}},
+		{name: "repaired by the audit", want: map[string]float64{metrics.SourceAudit: 1},
+			scheduled: []*v1.Pod{userPod("a", "sue", "", "sandbox", "2")},
+			audit:     bound(userPod("b", "sue", "", "sandbox", "1"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var objects []runtime.Object
+			for _, p := range tc.atStart {
+				objects = append(objects, p)
+			}
+			before := map[string]float64{}
+			for _, s := range []string{metrics.SourceRunning, metrics.SourceAudit} {
+				before[s] = chargedOverLimit(t, s)
+			}
+			e := newEnv(t, envOptions{config: sandboxConfig, objects: objects})
+			for _, p := range tc.scheduled {
+				e.mustSchedule(p)
+				e.bind(p)
+			}
+			for _, p := range tc.later {
+				e.bind(p)
+			}
+			e.barrier()
+			charged := append(append(append([]*v1.Pod{}, tc.atStart...), tc.scheduled...), tc.later...)
+			if tc.audit != nil {
+				if !e.pl.chargeRunning(klog.Background(), tc.audit, metrics.SourceAudit) {
+					t.Fatalf("the audit's repair did not charge %s", tc.audit.Name)
+				}
+				charged = append(charged, tc.audit)
+			}
+			for _, p := range charged {
+				if _, ok := e.pl.ledger.Get(string(p.UID)); !ok {
+					t.Errorf("pod %s not charged", p.Name)
+				}
+			}
+			got := map[string]float64{}
+			for s, n := range before {
+				if d := chargedOverLimit(t, s) - n; d != 0 {
+					got[s] = d
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("userquota_charged_over_limit_total by source (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// chargedOverLimit reads userquota_charged_over_limit_total{source}.
+func chargedOverLimit(t *testing.T, source string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "userquota_charged_over_limit_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == source {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
