@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-base/metrics/legacyregistry"
 	fwk "k8s.io/kube-scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
@@ -295,5 +296,102 @@ func TestGangDeletedWhole(t *testing.T) {
 	}
 	if gangs, pods := e.pl.gangs.size(); gangs != 0 || pods != 0 {
 		t.Errorf("the gang book kept %d gangs, %d pods", gangs, pods)
+	}
+}
+
+// TestGangHardTimeoutStatus: a pod of a Hard gang still pending when the
+// gang's reservation times out short of its minimum (here a member asking
+// more than its task group's minResource, whose rest did not fit the
+// full queue) is held as failed by the timeout itself, though the
+// release's let-in never reaches it (a pod ahead of it on the same limit
+// is refused first): its status says PodScheduled=False/QuotaHeld and
+// QuotaAdmitted=False/GangLimit with the failure, with one QuotaHeld
+// Warning event for it, and a retry writes nothing more.
+func TestGangHardTimeoutStatus(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	e := newEnv(t, envOptions{config: queueconfigtest.Gangs, clock: clk})
+	// The status writer's events, as it makes them: the fake API server
+	// sets no resourceVersion, so events/v1 folds a pod's second QuotaHeld
+	// event into the first one's series, keeping the first note (a real
+	// API server's status patch changes the pod's resourceVersion, part of
+	// the event's key). Set before any pod is held (the writer reads it
+	// after the queue hands it a pod).
+	e.pl.status.recorder = e.recorder
+	// 4 of 6 pods draw; the reservation holds the other 2 cpu.
+	pods := taskGroupPods("sue", "h", 5, 6, "placeholderTimeoutInSeconds=60 gangSchedulingStyle=Hard")
+	for _, p := range pods[:4] {
+		if s := e.preEnqueue(p); !s.IsSuccess() {
+			t.Fatalf("PreEnqueue(%s) = %v", p.Name, s)
+		}
+	}
+	// bob fills root.g: 4 drawn + 2 reserved + 14 = 20.
+	if s := e.preEnqueue(userPod("other", "bob", "", "root.g", "14")); !s.IsSuccess() {
+		t.Fatalf("PreEnqueue(other) = %v", s)
+	}
+	// The fifth asks 3 cpu: 2 drawn on the reservation, the third does
+	// not fit. It stays held waiting for the gang.
+	big := pods[4]
+	big.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("3")
+	if s := e.preEnqueue(big); s.IsSuccess() || !strings.Contains(s.Message(), "queue root.g would exceed max") {
+		t.Fatalf("PreEnqueue(%s) = %v, want held by the queue's max", big.Name, s)
+	}
+	// carl waits on the same limit, ahead of it (priority), for as much.
+	ahead := podOf("ahead").Annotation("userquota.io/user-info", `{"user":"carl"}`).
+		Label("userquota.io/queue", "root.g").Req(cpu("3")).Priority(10).Obj()
+	if s := e.preEnqueue(ahead); s.IsSuccess() {
+		t.Fatalf("PreEnqueue(ahead) = %v, want held", s)
+	}
+	e.waitFor("the fifth pod's status to say the queue holds it", func() bool {
+		c := e.condition(big.Name, ConditionQuotaAdmitted)
+		return c != nil && c.Reason == "QueueLimit"
+	})
+	failed := "gang TaskGroups ns1/h failed: its minimum did not run within 1m0s (gangSchedulingStyle=Hard)"
+	before := gangEvents(t, metrics.GangFailed)
+	clk.Step(61 * time.Second)
+	e.waitFor("the fifth pod's status to say its gang failed", func() bool {
+		c := e.condition(big.Name, ConditionQuotaAdmitted)
+		return c != nil && c.Status == v1.ConditionFalse && c.Reason == "GangLimit" && strings.Contains(c.Message, failed)
+	})
+	if c := e.condition(big.Name, v1.PodScheduled); c == nil || c.Status != v1.ConditionFalse || c.Reason != ReasonQuotaHeld || !strings.Contains(c.Message, failed) {
+		t.Errorf("PodScheduled = %+v, want False/%s with the failure", c, ReasonQuotaHeld)
+	}
+	if d := gangEvents(t, metrics.GangFailed) - before; d != 1 {
+		t.Errorf("userquota_gangs_total{event=failed} grew by %v, want 1", d)
+	}
+	if p := e.pl.held.get(big.UID); p == nil || hold.KindOf(p.Reason) != hold.KindGang {
+		t.Errorf("%s held as %v, want kind Gang", big.Name, p)
+	}
+	failedEvents := func() int {
+		n := 0
+		for _, ev := range e.recorder.list(ReasonQuotaHeld) {
+			if ev.Regarding == "*v1.Pod ns1/"+big.Name && ev.Type == v1.EventTypeWarning && strings.Contains(ev.Note, "Held by quota (Gang limit): "+failed) {
+				n++
+			}
+		}
+		return n
+	}
+	e.waitFor("one QuotaHeld event saying the gang failed", func() bool { return failedEvents() == 1 })
+	// A retry is held for the same reason: nothing more is written. A
+	// later pod's write, after it in the writer's queue, shows the writer
+	// got past it.
+	if s := e.pl.PreEnqueue(e.ctx, big); !strings.Contains(s.Message(), failed) {
+		t.Errorf("PreEnqueue(%s) after the timeout = %v, want failed", big.Name, s)
+	}
+	e.preEnqueue(userPod("marker", "dan", "", "root.g", "17")) // over the user limit: held
+	e.waitFor("the marker's status", func() bool { return e.condition("marker", ConditionQuotaAdmitted) != nil })
+	if n := failedEvents(); n != 1 {
+		t.Errorf("%d QuotaHeld events saying the gang failed, want 1", n)
+	}
+	if n := e.statusWrites(big.Name); n != 2 {
+		t.Errorf("%d status writes for %s, want 2: the queue's hold, then the failure", n, big.Name)
+	}
+	n := 0
+	for _, ev := range e.recorder.list(ReasonQuotaHeld) {
+		if ev.Regarding == "*v1.Pod ns1/"+big.Name {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d QuotaHeld events for %s, want 2: the queue's, then the failure", n, big.Name)
 	}
 }
