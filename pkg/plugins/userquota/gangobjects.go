@@ -42,6 +42,10 @@ var (
 type gangObjects struct {
 	podGroups pglisters.PodGroupLister
 	workloads schedulinglisters.WorkloadLister
+	// synced report whether the plugin's handlers of the objects watched
+	// saw every existing object: start-up waits for them before it
+	// rebuilds the gangs, which read them.
+	synced []cache.InformerSynced
 }
 
 // served reports whether the API server serves resource in groupVersion.
@@ -100,6 +104,7 @@ func (pl *Plugin) startGangObjects(ctx context.Context, pgc pgclientset.Interfac
 					podGroupAPI, syncTimeout, schedv1alpha1.SchemeGroupVersion.Group)
 			}
 			pl.objects.podGroups = pglisters.NewPodGroupLister(inf.GetIndexer())
+			pl.objects.synced = append(pl.objects.synced, reg.HasSynced)
 		}
 		logger.Info("PodGroup gangs", "api", podGroupAPI, "served", ok)
 	}
@@ -108,11 +113,15 @@ func (pl *Plugin) startGangObjects(ctx context.Context, pgc pgclientset.Interfac
 		return err
 	}
 	if ok {
+		// The scheduler starts its informers after the plugins are made:
+		// start-up waits for this one (objects.synced).
 		inf := pl.handle.SharedInformerFactory().Scheduling().V1alpha1().Workloads()
-		if _, err := inf.Informer().AddEventHandler(handler(gang.FormWorkload)); err != nil {
+		reg, err := inf.Informer().AddEventHandler(handler(gang.FormWorkload))
+		if err != nil {
 			return err
 		}
 		pl.objects.workloads = inf.Lister()
+		pl.objects.synced = append(pl.objects.synced, reg.HasSynced)
 	}
 	logger.Info("Workload gangs", "api", workloadAPI, "served", ok)
 	return nil

@@ -1,15 +1,20 @@
 package userquota
 
 import (
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // TestGangRebuild: a replica that starts finds a gang's
@@ -78,5 +83,63 @@ func TestGangRebuild(t *testing.T) {
 				t.Errorf("PreEnqueue(%s) = %v, want held: %s", next.Name, s, tc.next)
 			}
 		})
+	}
+}
+
+// TestGangRebuildWaitsForWorkloads: start-up rebuilds a Workload gang
+// found part-running only once the Workload informer has seen every
+// Workload, however late its list comes after the pods': 2 of the gang's
+// 4 members run, and the other 2 are reserved. (PodGroups are waited for
+// in New already.) Without the wait, the rebuild finds the Workload "not
+// found" and reserves nothing.
+func TestGangRebuildWaitsForWorkloads(t *testing.T) {
+	tc := gangObjectCases[1]
+	o := tc.options(tc.object("w", 4))
+	pods := objectGangPods(tc.form, "sue", "w", 3)
+	for _, p := range pods[:2] {
+		p := p.DeepCopy()
+		p.Spec.NodeName = testNode
+		p.Status.Phase = v1.PodRunning
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
+		o.objects = append(o.objects, p)
+	}
+	// The Workloads' list fails until released (the informer lists again
+	// after a backoff; a reactor cannot block: the fake client holds its
+	// lock while one runs).
+	var released, listed atomic.Bool
+	o.reactors = func(cs *fake.Clientset) {
+		cs.PrependReactor("list", "workloads", func(clienttesting.Action) (bool, runtime.Object, error) {
+			listed.Store(true)
+			if !released.Load() {
+				return true, nil, errors.New("not yet")
+			}
+			return false, nil, nil
+		})
+	}
+	o.noStart = true
+	e := newEnv(t, o)
+	e.informers.Start(e.ctx.Done())
+	e.waitFor("the plugin's pod handler to sync", e.pl.podsSynced)
+	e.waitFor("the Workloads' list to be asked for", listed.Load)
+	// The Workloads come once start-up is over, or after a second if it
+	// waits for them (as it must).
+	go func() {
+		defer released.Store(true)
+		deadline := time.After(time.Second)
+		for !e.pl.held.isReady() {
+			select {
+			case <-deadline:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	e.waitFor("the plugin to decide pods (start-up over)", e.pl.held.isReady)
+	key := gangKey(tc.form, "w")
+	if held, ok := e.pl.ugm.GangHeld(key); !ok || held.String() != "cpu=2,pods=2" {
+		t.Fatalf("reserved for gang %s: %v (%v), want cpu=2,pods=2: its 2 members not running", key, held, ok)
+	}
+	if s := e.preEnqueue(pods[2]); !s.IsSuccess() {
+		t.Errorf("PreEnqueue(%s) = %v, want admitted on the reservation", pods[2].Name, s)
 	}
 }

@@ -85,12 +85,14 @@ func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
 }
 
 // startUp waits, off the scheduling path, until every running pod is
-// accounted (and, with elastic queues, a share table computed from whole
-// state), rebuilds the gang reservations (gangrebuild.go), then lets in
-// the pods PreEnqueue held meanwhile.
+// accounted and the gang objects watched (Workloads, PodGroups: those
+// whose API is served) are all seen (and, with elastic queues, a share
+// table computed from whole state), rebuilds the gang reservations
+// (gangrebuild.go), which read those objects, then lets in the pods
+// PreEnqueue held meanwhile.
 func (pl *Plugin) startUp(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
-	if !cache.WaitForCacheSync(ctx.Done(), pl.podsSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), append([]cache.InformerSynced{pl.podsSynced}, pl.objects.synced...)...) {
 		return
 	}
 	pl.elastic.ensure(ctx, logger)
