@@ -161,7 +161,7 @@ var resizesOverLimit = metrics.NewCounter(&metrics.CounterOpts{
 var chargedOverLimit = metrics.NewCounterVec(&metrics.CounterOpts{
 	Subsystem:      subsystem,
 	Name:           "charged_over_limit_total",
-	Help:           "Bound pods the scheduler did not admit, found running and charged although they took a user, group or queue over a limit (a running pod cannot be refused), by source: running (the pod handler, at start-up, failover or a pod bound by someone else) or audit.",
+	Help:           "Bound pods the scheduler did not admit, found running and charged although they took a user, group or queue over a limit of the queue config, on usage (a running pod cannot be refused), by source: running (the pod handler, at start-up, failover or a pod bound by someone else) or audit.",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"source"})
 

@@ -142,11 +142,9 @@ func (m *Manager) ForceIncrease(req *Request) error {
 }
 
 // ForceCommit is ForceIncrease for the pod key: the room it held, if any,
-// goes. over is the limit the charge took its user, group or queue over:
-// the *Refusal Commit would have returned (the same check, under the same
-// lock, the key's own held room not counting against it), nil when it fit
-// or when its queue is not in the config (nothing there to be over). The
-// charge is made either way; err means nothing changed.
+// goes. over is the first limit of the config the charge took its user,
+// group or queue over (overLimit), nil when it fit. The charge is made
+// either way; err means nothing changed.
 func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err error) {
 	if err := validate(req); err != nil {
 		return nil, err
@@ -167,21 +165,57 @@ func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err erro
 		}
 		group = m.groupOf(req, from)
 	}
-	if m.partition != nil {
-		// The check a new pod meets, allocation-free when it fits; any
-		// other answer (a queue the config lacks, an admitted
-		// application's conflict) is no limit gone over.
-		_, _, _, cerr := m.checkFor(req, m.adm.byKey[key], nil)
-		var r *Refusal
-		if errors.As(cerr, &r) {
-			over = r
-		}
-	}
+	over = m.overLimit(req, leaf, a, group)
 	m.unadmit(key, false)
 	if err := m.commit(req, leaf, a, group); err != nil {
 		return nil, err
 	}
 	return over, nil
+}
+
+// overLimit is the first limit of the config that charging req takes its
+// user, group or queue over, or nil: the walk of the check a new pod meets
+// (leaf to root: the user's and the group's maxresources and
+// maxapplications, the queue's max and maxapplications), on usage alone.
+// Room held by admissions is not counted: it is promised, not used (a
+// follower holds room for pods it never binds), and a forced pod that
+// takes it leaves the admitted pods to be refused, not over. Runtime
+// shares and the guaranteed share of non-preemptible pods are not
+// checked: they move with demand, and reclaim corrects them. leaf nil is a
+// queue the commit creates: its ancestors count, and for a dynamic queue
+// its child template's max. a is req's running application (nil: new),
+// group the one resolved for a new one. Callers hold m.mu. It allocates
+// nothing when nothing is over.
+func (m *Manager) overLimit(req *Request, leaf *queue, a *app, group string) *Refusal {
+	if m.partition == nil {
+		return nil // nothing is limited
+	}
+	from := leaf
+	if from == nil {
+		from = m.queues.deepest(req.Queue)
+		if tl := from.childLimits; req.Create && tl != nil {
+			l := level{who: WhoQueue, name: req.Queue, max: tl.max, maxApps: tl.maxApps}
+			if r := l.admit(req.Queue, req.Resources, false); r != nil {
+				return r
+			}
+		}
+	}
+	var g *tracker
+	if a != nil {
+		g, group = a.group, ""
+		if g != nil {
+			group = g.name
+		}
+	} else if group != "" {
+		g = m.groups[group]
+	}
+	w := walk{req: req, newApp: a == nil,
+		user:  newClimb(WhoUser, req.User, m.users[req.User], leaf),
+		group: newClimb(WhoGroup, group, g, leaf),
+	}
+	// Without shares the walk refuses with a *Refusal only.
+	r, _ := w.up(from).(*Refusal)
+	return r
 }
 
 // Decrease releases req, which must be exactly what an earlier increase

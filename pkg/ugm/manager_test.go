@@ -404,10 +404,11 @@ func TestForceIncreaseIgnoresLimits(t *testing.T) {
 }
 
 // TestForceCommitReportsOver: a forced charge is made whatever the limits
-// say and reports the first one it went over, as Commit's check would
-// have refused it: the pod's own held room does not count against it,
-// another pod's does; a queue the config lacks, or no config, has no
-// limit to be over.
+// say and reports the first one it took over, as Commit's check would
+// have refused it, on usage alone: room held by admissions (the pod's own
+// or another's) is no usage. A queue the config lacks counts its
+// ancestors' limits, a dynamic queue its child template's max; no config
+// has no limit to be over.
 func TestForceCommitReportsOver(t *testing.T) {
 	type over struct{ Who, Name, Queue, Limit string }
 	for _, tc := range []struct {
@@ -444,14 +445,32 @@ func TestForceCommitReportsOver(t *testing.T) {
 			mustAdmit(t, m, "p", req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5")))
 			return m
 		}, key: "p", force: req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5"))},
-		{name: "another pod's held room counts", m: func(t *testing.T) *Manager {
+		{name: "another pod's held room is no usage", m: func(t *testing.T) *Manager {
 			m := withConfig(t, limitsConfig)
 			mustAdmit(t, m, "q", req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "4")))
 			return m
-		}, key: "p", force: req("sue", nil, "root.a.leaf", "s2", res(t, "cpu", "2")),
-			want: &over{WhoUser, "sue", "root.a.leaf", LimitResources}},
-		{name: "a queue missing from the config", m: func(t *testing.T) *Manager { return withConfig(t, limitsConfig) },
-			force: req("bob", nil, "root.gone", "b1", res(t, "cpu", "50"))},
+		}, key: "p", force: req("sue", nil, "root.a.leaf", "s2", res(t, "cpu", "2"))},
+		{name: "another pod's held room is no usage, nor its application", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustIncrease(t, m, req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "1")))
+			mustAdmit(t, m, "q", req("sue", nil, "root.a.leaf", "s2", res(t, "cpu", "1")))
+			return m
+		}, key: "p", force: req("sue", nil, "root.a.leaf", "s3", res(t, "cpu", "1"))},
+		{name: "a queue missing from the config: its parents' limits", m: func(t *testing.T) *Manager {
+			m := withConfig(t, limitsConfig)
+			mustIncrease(t, m, req("sue", nil, "root.a.leaf", "s1", res(t, "cpu", "5")))
+			mustIncrease(t, m, req("ann", nil, "root.a.open", "a1", res(t, "cpu", "4")))
+			return m
+		}, force: req("bob", nil, "root.a.gone", "b1", res(t, "cpu", "1")),
+			want: &over{WhoQueue, "root.a", "root.a", LimitResources}},
+		{name: "a queue missing from the config: root's user limit", m: func(t *testing.T) *Manager { return withConfig(t, limitsConfig) },
+			force: req("bob", nil, "root.gone", "b1", res(t, "cpu", "50")),
+			want:  &over{WhoUser, "bob", "root", LimitResources}},
+		{name: "a dynamic queue created: its child template's max", m: func(t *testing.T) *Manager { return withConfig(t, templateConfig) },
+			force: &Request{User: "bob", Queue: "root.dyn.bob", Create: true, App: AppKey{Namespace: "ns", ID: "b1"}, Resources: res(t, "cpu", "3")},
+			want:  &over{WhoQueue, "root.dyn.bob", "root.dyn.bob", LimitResources}},
+		{name: "a dynamic queue created within its child template's max", m: func(t *testing.T) *Manager { return withConfig(t, templateConfig) },
+			force: &Request{User: "bob", Queue: "root.dyn.bob", Create: true, App: AppKey{Namespace: "ns", ID: "b1"}, Resources: res(t, "cpu", "2")}},
 		{name: "no config", m: func(*testing.T) *Manager { return New() },
 			force: req("bob", nil, "root.a.leaf", "b1", res(t, "cpu", "50"))},
 	} {
@@ -474,6 +493,16 @@ func TestForceCommitReportsOver(t *testing.T) {
 		})
 	}
 }
+
+// templateConfig creates root.dyn's children with a max of 2 cpu.
+var templateConfig = queueconfigtest.Root(`
+queues:
+- name: dyn
+  parent: true
+  childtemplate:
+    resources:
+      max: {vcore: 2}
+`)
 
 func mustIncrease(t *testing.T, m *Manager, r *Request) {
 	t.Helper()

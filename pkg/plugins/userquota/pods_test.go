@@ -331,8 +331,9 @@ func TestRestartWithAppConflict(t *testing.T) {
 // charged whatever the limits say, and counted in
 // userquota_charged_over_limit_total by source when the charge took its
 // user, group or queue over a limit (sandboxConfig: sue 2 cpu, group dev
-// 3 cpu, root.sandbox 4 cpu and 3 applications). Pods the scheduler
-// admitted are not: they were checked.
+// 3 cpu, root.sandbox 4 cpu and 3 applications), by usage: room held for
+// pods let in and not bound is no usage. Pods the scheduler admitted are
+// not counted: they were checked.
 func TestChargedOverLimitCounted(t *testing.T) {
 	bound := func(p *v1.Pod) *v1.Pod {
 		p.Spec.NodeName, p.Status.Phase = testNode, v1.PodRunning
@@ -341,11 +342,13 @@ func TestChargedOverLimitCounted(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// atStart are bound before the plugin starts; scheduled go through
-		// the scheduler and are then bound; later are bound by someone
-		// else; audit is charged by the audit's repair.
-		atStart, scheduled, later []*v1.Pod
-		audit                     *v1.Pod
-		want                      map[string]float64 // by source
+		// the scheduler and are then bound; admitted are let in
+		// (PreEnqueue: room held, as a follower holds it for pods it never
+		// binds) and stay pending; later are bound by someone else; audit
+		// is charged by the audit's repair.
+		atStart, scheduled, admitted, later []*v1.Pod
+		audit                               *v1.Pod
+		want                                map[string]float64 // by source
 	}{
 		{name: "within every limit",
 			atStart: []*v1.Pod{bound(userPod("a", "sue", "", "sandbox", "1")), bound(userPod("b", "sue", "", "sandbox", "1"))}},
@@ -368,6 +371,9 @@ func TestChargedOverLimitCounted(t *testing.T) {
 			later:     []*v1.Pod{userPod("b", "sue", "", "sandbox", "1")}},
 		{name: "bound by someone else within the limit",
 			later: []*v1.Pod{userPod("a", "sue", "", "sandbox", "2")}},
+		{name: "room held for admitted pods is no usage",
+			admitted: []*v1.Pod{userPod("a", "sue", "", "sandbox", "1")},
+			later:    []*v1.Pod{userPod("b", "sue", "", "sandbox", "2")}},
 		{name: "repaired by the audit", want: map[string]float64{metrics.SourceAudit: 1},
 			scheduled: []*v1.Pod{userPod("a", "sue", "", "sandbox", "2")},
 			audit:     bound(userPod("b", "sue", "", "sandbox", "1"))},
@@ -385,6 +391,12 @@ func TestChargedOverLimitCounted(t *testing.T) {
 			for _, p := range tc.scheduled {
 				e.mustSchedule(p)
 				e.bind(p)
+			}
+			for _, p := range tc.admitted {
+				e.pending(p)
+				if s := e.pl.PreEnqueue(e.ctx, p); !s.IsSuccess() {
+					t.Fatalf("PreEnqueue(%s) = %v, want let in", p.Name, s)
+				}
 			}
 			for _, p := range tc.later {
 				e.bind(p)
