@@ -42,7 +42,7 @@ test-unit: ## unit, golden, differential and concurrency tests, with -race
 	$(GO) test -race -count=1 $(PKGS)
 
 test-integration: ## scheduler + plugin against a real kube-apiserver and etcd, in process
-	$(GO) test -count=1 -timeout 20m ./test/integration
+	GO=$(GO) hack/gotest.sh _output/test-integration.log -count=1 -timeout 20m ./test/integration
 
 test-local: ## make run + make demo + make down, checking the verdicts (builds the tools)
 	hack/smoke-local.sh
