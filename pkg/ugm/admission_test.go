@@ -143,6 +143,11 @@ func runOps(t *testing.T, m *Manager, ops []admitOp) {
 			if _, ok := m.ReleaseGang(op.key); !ok {
 				err = fmt.Errorf("no reservation")
 			}
+		case "trimGang":
+			// op.r is the gang's minimum.
+			if _, ok := m.TrimGang(op.key, op.r.Resources); !ok {
+				err = fmt.Errorf("nothing trimmed")
+			}
 		default:
 			t.Fatalf("step %d: unknown op %q", i, op.op)
 		}

@@ -135,6 +135,48 @@ func (m *Manager) ReleaseGang(key string) (Request, bool) {
 	return g.req, true
 }
 
+// TrimGang lowers the gang key's reservation to what its minimum min
+// still needs: min less what its application runs and what its pods
+// admitted and not running drew. It never raises it. A pod of the gang
+// found running that drew nothing (a replica that never saw it pending:
+// its informer relisted) covers part of the minimum as if it had drawn
+// and run; ReserveGang counted only what ran when it reserved. It
+// returns the room let go (false: none), for others to use, and ends the
+// reservation when nothing is left and no pod draws on it. Its cost is
+// the admissions held (it finds the gang's drawn pods among them): it is
+// for pods found running, not the scheduling path.
+func (m *Manager) TrimGang(key string, min resources.Vector) (Request, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.adm.gangs[key]
+	if g == nil {
+		return Request{}, false
+	}
+	need := min.Clone()
+	if a := m.apps[g.req.App]; a != nil {
+		need.SubClamped(a.usage)
+	}
+	for _, ad := range m.adm.byKey {
+		if ad.gang == key {
+			need.SubClamped(ad.drawn)
+		}
+	}
+	cut := g.req.Resources.Clone()
+	cut.SubClamped(need)
+	if cut.IsZero() {
+		return Request{}, false
+	}
+	part := g.req
+	part.Resources = cut
+	m.adm.add(&part, g.group, -1, 0)
+	g.req.Resources.SubClamped(cut)
+	if g.drawers <= 0 && g.req.Resources.IsZero() {
+		delete(m.adm.gangs, key)
+		m.drop(g)
+	}
+	return part, true
+}
+
 // GangHeld is what the gang key's reservation still holds; false when it
 // has none.
 func (m *Manager) GangHeld(key string) (resources.Vector, bool) {

@@ -115,6 +115,32 @@ func TestGangs(t *testing.T) {
 			{op: "admit", key: "x", r: cpu("ann", "a1", "2")},
 			{op: "dropRunning", key: "sue-1/p2", want: "not admitted"},
 		}, held: map[string]string{"sue-1": ""}},
+		{name: "members found running that drew nothing trim the reservation to what the minimum still needs", ops: []admitOp{
+			// Reserved with 1 of 5 running: 4 held.
+			{op: "force", key: "sue-1/driver", r: cpu("sue", "s1", "1")},
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 5)},
+			{op: "draw", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			// p2 and p3 are found running without having drawn: 5 - 3
+			// running - 1 drawn = 1 still needed, held (3 were).
+			{op: "force", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "force", key: "sue-1/p3", r: cpu("sue", "s1", "1")},
+			{op: "trimGang", key: "sue-1", r: gang("sue", "s1", 5)},
+			// Again: nothing more (the running pods are not counted twice).
+			{op: "trimGang", key: "sue-1", r: gang("sue", "s1", 5), want: "nothing trimmed"},
+			// The 2 let go are room for others: 3 running, 1 drawn, 1 held
+			// and 15 = 20.
+			{op: "admit", key: "other", r: cpu("bob", "b1", "15")},
+			{op: "admit", key: "more", r: cpu("bob", "b1", "1"), want: "queue root.g would exceed max: cpu 20+1 > 20 (17 of it admitted, not running yet)"},
+		}, held: map[string]string{"sue-1": "holds cpu=1,pods=1"}},
+		{name: "a trim to nothing with no pod drawing ends the reservation", ops: []admitOp{
+			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "force", key: "sue-1/p1", r: cpu("sue", "s1", "1")},
+			{op: "force", key: "sue-1/p2", r: cpu("sue", "s1", "1")},
+			{op: "trimGang", key: "sue-1", r: gang("sue", "s1", 2)},
+			{op: "trimGang", key: "sue-1", r: gang("sue", "s1", 2), want: "nothing trimmed"},
+			{op: "admit", key: "other", r: cpu("bob", "b1", "16")},
+			{op: "admit", key: "x", r: cpu("ann", "a1", "2")},
+		}, held: map[string]string{"sue-1": ""}},
 		{name: "a gang is reserved once", ops: []admitOp{
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2)},
 			{op: "reserve", key: "sue-1", r: gang("sue", "s1", 2), want: "sue-1: gang is reserved already"},

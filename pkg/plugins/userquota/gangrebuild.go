@@ -2,6 +2,7 @@ package userquota
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -29,6 +30,25 @@ import (
 // again: a gang whose members end before the rest come holds more than
 // the old leader did, until its pods come or its timeout.
 
+// A replica may also first see a gang's pod when it is bound already,
+// after start-up: its informer relisted after a dropped watch, and the
+// pod was created and bound meanwhile by the leader of the time. A
+// follower that then leads would know neither the gang's definitions (a
+// Spark driver carries its task groups) nor its running member, and the
+// executors, which carry only their task group's name, would stay held.
+// The pod handler hands each such pod (charged, and unknown to the gang
+// book) to foundRunning, which does for its gang what the rebuild would.
+
+// gangFinder orders the two ways pods found running teach the gang book
+// their gangs: the start-up rebuild, all at once, and foundRunning, one
+// pod at a time after it. Its lock is held across each (they call the
+// ledger, ugm and the gang book, each alone). live: the rebuild has
+// begun; before it, foundRunning leaves the pods it may list to it.
+type gangFinder struct {
+	mu   sync.Mutex
+	live bool
+}
+
 // foundGang is what the running pods of one gang show.
 type foundGang struct {
 	member *gang.Member
@@ -47,6 +67,10 @@ func (pl *Plugin) rebuildGangs(logger klog.Logger) {
 	if pl.args.IgnoreGangs {
 		return
 	}
+	pl.finder.mu.Lock()
+	defer pl.finder.mu.Unlock()
+	// From now on the pod handler finds the pods this list misses.
+	pl.finder.live = true
 	pods, err := pl.pods.List(labels.Everything())
 	if err != nil {
 		logger.Error(err, "Listing pods to rebuild gang reservations")
@@ -104,6 +128,7 @@ func (pl *Plugin) rebuildGang(logger klog.Logger, key string, f *foundGang, now 
 	for _, uid := range f.uids {
 		pl.gangs.note(f.member, uid)
 	}
+	pl.gangs.bound(f.member.ID, f.first)
 	min := f.member.Min
 	if min == nil || f.leaving {
 		// Its minimum is unknown (no running pod defines it), or it is
@@ -138,6 +163,76 @@ func (pl *Plugin) rebuildGang(logger klog.Logger, key string, f *foundGang, now 
 		logger.Info("A gang found part-running could not be reserved what it still needs", "gang", key, "err", err)
 	}
 	return false
+}
+
+// foundRunning does for the gang of pod, bound and just charged by the
+// pod handler after start-up without the gang book knowing it (this
+// replica never saw it pending), what the rebuild would: the gang's
+// definitions and its running member are noted; a gang waiting, its
+// minimum known, is reserved what the minimum still needs for what is
+// left of its timeout from the earliest binding found (or failed, or
+// settled, past it), and the pods held for want of it are let in (to
+// draw, or to be told why not); a gang reserved already is trimmed to
+// what its minimum still needs, the pod covering its part of it
+// (ugm.TrimGang), and the room let go goes to others.
+func (pl *Plugin) foundRunning(logger klog.Logger, pod *v1.Pod) {
+	if !pl.enforcesGang(pod) {
+		return
+	}
+	key, letIn, freed := pl.learnFound(logger, pod)
+	if freed != nil {
+		pl.onRelease(logger, *freed)
+	}
+	if letIn {
+		pl.letInGang(key)
+	}
+}
+
+// learnFound is foundRunning's part under the finder's lock: it returns
+// the pod's gang, whether its held pods are to be let in, and the room
+// let go (nil: none).
+func (pl *Plugin) learnFound(logger klog.Logger, pod *v1.Pod) (key string, letIn bool, freed *ugm.Request) {
+	pl.finder.mu.Lock()
+	defer pl.finder.mu.Unlock()
+	if !pl.finder.live {
+		// The rebuild, still to come, lists it.
+		return "", false, nil
+	}
+	c, running := pl.ledger.Get(string(pod.UID))
+	if !running {
+		return "", false, nil
+	}
+	m, err := pl.gangMember(pod, ugm.Decision{Request: c.Request, Placed: true})
+	if err != nil || m == nil {
+		return "", false, nil
+	}
+	fresh, phase, min, first := pl.gangs.found(m, pod.UID, scheduledAt(pod))
+	if !fresh || min == nil {
+		// Known (this replica decided it, or found it before), or its
+		// gang's minimum is still unknown (a driver to come defines it).
+		return "", false, nil
+	}
+	key = m.ID.String()
+	switch phase {
+	case gang.Waiting:
+		member := *m
+		member.Min = min
+		f := &foundGang{member: &member, req: c.Request, first: first, leaving: pod.DeletionTimestamp != nil}
+		// A reservation lets the gang's held pods in itself.
+		return key, !pl.rebuildGang(logger, key, f, pl.gangs.clock.Now()), nil
+	case gang.Reserved:
+		rel, ok := pl.ugm.TrimGang(key, min.Resources)
+		if !ok {
+			return key, false, nil
+		}
+		_, stands := pl.ugm.GangHeld(key)
+		if !stands {
+			// Its whole minimum runs: its pods are ordinary pods.
+			pl.gangs.end(key, false)
+		}
+		return key, !stands, &rel
+	}
+	return key, false, nil
 }
 
 // scheduledAt is when the pod was bound: its PodScheduled condition's

@@ -143,3 +143,79 @@ func TestGangRebuildWaitsForWorkloads(t *testing.T) {
 		t.Errorf("PreEnqueue(%s) = %v, want admitted on the reservation", pods[2].Name, s)
 	}
 }
+
+// TestGangFoundRunningAfterStartUp: a replica whose informer first sees
+// a gang's driver (the pod that defines its task groups) already bound,
+// after start-up (a relist after a dropped watch: it never saw the
+// driver pending), learns what the rebuild would have: the executor held
+// because no pod defined the task groups is let in and decided as after
+// a rebuild (drawing on the reservation of what the minimum still needs,
+// held as failed past a Hard timeout, an ordinary pod past a Soft one).
+// Members found running later trim the reservation to what the minimum
+// still needs (they drew nothing on it).
+func TestGangFoundRunningAfterStartUp(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	for _, tc := range []struct {
+		name   string
+		bound  time.Duration // how long ago the driver was bound
+		params string
+		// held is the executor's hold after the driver is found ("": let
+		// in); reserved what the gang holds then ("": nothing).
+		held, reserved string
+	}{
+		{name: "within its timeout", bound: time.Minute, reserved: "cpu=2,pods=2"},
+		{name: "past its timeout, Soft", bound: 20 * time.Minute},
+		{name: "past its timeout, Hard", bound: 20 * time.Minute, params: "gangSchedulingStyle=Hard",
+			held: "gang TaskGroups ns1/s failed: its minimum did not run within 15m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testingclock.NewFakeClock(now)
+			e := newEnv(t, envOptions{config: queueconfigtest.Gangs, clock: c})
+			pods := taskGroupPods("sue", "s", 4, 4, tc.params)
+			driver, exec := pods[0], pods[1]
+			orphan := "no pod of the application defines its task groups yet"
+			if s := e.preEnqueue(exec); s.IsSuccess() || !strings.Contains(s.Message(), orphan) {
+				t.Fatalf("PreEnqueue(%s) = %v, want held: %s", exec.Name, s, orphan)
+			}
+			e.barrier()
+			e.activator.reset()
+			// The driver appears bound.
+			d := driver.DeepCopy()
+			d.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-tc.bound))}}
+			e.bind(d)
+			e.barrier()
+			if tc.held == "" {
+				e.waitFor("the executor let in", func() bool { return contains(e.activator.activated(), "ns1/"+exec.Name) })
+				if !e.pl.ugm.Admitted(string(exec.UID)) {
+					t.Errorf("%s let in without room", exec.Name)
+				}
+			} else {
+				e.waitFor("the executor held as failed", func() bool {
+					p := e.pl.held.get(exec.UID)
+					return p != nil && strings.Contains(p.Reason.Error(), tc.held)
+				})
+				if got := e.activator.activated(); len(got) != 0 {
+					t.Errorf("activated %v, want none", got)
+				}
+			}
+			held, ok := e.pl.ugm.GangHeld("TaskGroups ns1/s")
+			if got := map[bool]string{true: held.String()}[ok]; got != tc.reserved {
+				t.Fatalf("reserved for gang s: %q, want %q", got, tc.reserved)
+			}
+			if tc.reserved == "" {
+				return
+			}
+			// A second executor is found running too: 2 of 4 run and 1 is
+			// admitted, so 1 stays reserved, and the room let go is others'.
+			e.bind(pods[2])
+			e.barrier()
+			if held, _ := e.pl.ugm.GangHeld("TaskGroups ns1/s"); held.String() != "cpu=1,pods=1" {
+				t.Errorf("after a member found running the gang holds %s, want cpu=1,pods=1", held)
+			}
+			// sue: 2 running, 1 admitted, 1 reserved: 12 more fit her 16.
+			if s := e.preEnqueue(userPod("other", "sue", "", "root.g", "12")); !s.IsSuccess() {
+				t.Errorf("PreEnqueue(a pod of 12 cpu) = %v, want admitted", s)
+			}
+		})
+	}
+}

@@ -34,6 +34,9 @@ type gangEntry struct {
 	held map[types.UID]bool
 	// waitCounted: this wait for room was counted (metrics GangHeld).
 	waitCounted bool
+	// first is the earliest binding of its pods found running (by the
+	// rebuild or after it), zero when unknown.
+	first time.Time
 }
 
 func newGangBook(c clock.WithDelayedExecution) *gangBook {
@@ -46,6 +49,11 @@ func newGangBook(c clock.WithDelayedExecution) *gangBook {
 func (b *gangBook) note(m *gang.Member, uid types.UID) (gang.Phase, *gang.Min) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	e := b.noteWithoutLock(m, uid)
+	return e.phase, e.min
+}
+
+func (b *gangBook) noteWithoutLock(m *gang.Member, uid types.UID) *gangEntry {
 	e := b.entry(m.ID)
 	fromObject := m.ID.Form != gang.FormTaskGroups && e.phase == gang.Waiting
 	if m.Min != nil && (e.min == nil || fromObject) {
@@ -54,7 +62,35 @@ func (b *gangBook) note(m *gang.Member, uid types.UID) (gang.Phase, *gang.Min) {
 	}
 	e.pods[uid] = true
 	b.of[uid] = m.ID.String()
-	return e.phase, e.min
+	return e
+}
+
+// found is note for a pod found running, bound at (zero: unknown), unless
+// the book knows the pod already: fresh says it did not. It returns the
+// gang's phase and minimum and the earliest binding of its pods found.
+func (b *gangBook) found(m *gang.Member, uid types.UID, at time.Time) (fresh bool, phase gang.Phase, min *gang.Min, first time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, known := b.of[uid]; known {
+		return false, 0, nil, time.Time{}
+	}
+	e := b.noteWithoutLock(m, uid)
+	e.boundAt(at)
+	return true, e.phase, e.min, e.first
+}
+
+// bound records that a pod of the gang id was found running, bound at
+// (the rebuild's pods: found's later count from the earliest).
+func (b *gangBook) bound(id gang.ID, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.entry(id).boundAt(at)
+}
+
+func (e *gangEntry) boundAt(at time.Time) {
+	if !at.IsZero() && (e.first.IsZero() || at.Before(e.first)) {
+		e.first = at
+	}
 }
 
 func (b *gangBook) entry(id gang.ID) *gangEntry {
@@ -121,7 +157,7 @@ func (b *gangBook) reset(key string) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	e.phase, e.timer, e.min, e.waitCounted = gang.Waiting, nil, nil, false
+	e.phase, e.timer, e.min, e.waitCounted, e.first = gang.Waiting, nil, nil, false, time.Time{}
 	b.tidy(key, e)
 }
 

@@ -21,6 +21,7 @@
 //	auditor.mu -> ledger.mu -> ugm.Manager.mu
 //	elasticQuotas.mu -> pendingPods.mu -> ugm.Manager.mu (read)
 //	elasticQuotas.mu -> capacity.mu
+//	gangFinder.mu -> ledger.mu, ugm.Manager.mu, gangBook.mu (each alone)
 //
 // holds.mu, gangBook.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu,
 // capacity.mu and pendingPods.mu are taken alone otherwise: never while calling the
@@ -81,6 +82,7 @@ type Plugin struct {
 	pods    corelisters.PodLister
 	held    *holds
 	gangs   *gangBook
+	finder  gangFinder // the gang rebuild, then pods found running (gangrebuild.go)
 	objects gangObjects
 	status  *statusWriter
 	elastic *elasticQuotas

@@ -124,6 +124,8 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	}
 	if pl.chargeRunning(logger, pod, metrics.SourceRunning) {
 		logger.V(4).Info("Charged a running pod found bound", "pod", klog.KObj(pod))
+		// A gang's pod this replica never saw pending (gangrebuild.go).
+		pl.foundRunning(logger, pod)
 	}
 }
 
