@@ -126,13 +126,20 @@ func (c *cluster) startScheduler() *runningScheduler {
 // besides the test's own (its ConfigMap namespace, no REST API).
 func (c *cluster) startSchedulerWith(args map[string]any) *runningScheduler {
 	c.t.Helper()
+	return c.startSchedulerOn(c.kubeconfig, args)
+}
+
+// startSchedulerOn is startSchedulerWith reaching the API server through
+// kubeconfig.
+func (c *cluster) startSchedulerOn(kubeconfig string, args map[string]any) *runningScheduler {
+	c.t.Helper()
 	dir := c.t.TempDir()
 	cfgPath := filepath.Join(dir, "scheduler.yaml")
 	all := map[string]any{"configMapNamespace": c.ns, "restAddress": ""}
 	for k, v := range args {
 		all[k] = v
 	}
-	config := controlplane.SchedulerConfig{Kubeconfig: c.kubeconfig, QPS: 500, Burst: 1000, UserQuota: true, Args: all}
+	config := controlplane.SchedulerConfig{Kubeconfig: kubeconfig, QPS: 500, Burst: 1000, UserQuota: true, Args: all}
 	if err := os.WriteFile(cfgPath, config.YAML(), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
