@@ -48,6 +48,10 @@ const (
 	// KindConfig: no valid queue config is in force and the ConfigMap's
 	// does not load: every pod waits for a valid one (fail closed).
 	KindConfig Kind = "Config"
+	// KindStarting: the scheduler is still accounting the pods already
+	// running (start-up): no pod is decided on partial usage. Such a hold
+	// is never written to the pod's status; it lasts until start-up ends.
+	KindStarting Kind = "Starting"
 )
 
 // KindOf classifies why a pod is held.
@@ -58,7 +62,10 @@ func KindOf(reason error) Kind {
 	var bad *gang.Error
 	var failed *gang.FailedError
 	var config *ConfigError
+	var starting StartingError
 	switch {
+	case errors.As(reason, &starting):
+		return KindStarting
 	case errors.As(reason, &config):
 		return KindConfig
 	case errors.As(reason, &behind):
@@ -83,6 +90,14 @@ func KindOf(reason error) Kind {
 		return KindApplication
 	}
 	return KindPlacement
+}
+
+// StartingError holds a pod while the running pods are being accounted
+// (start-up, see KindStarting).
+type StartingError struct{}
+
+func (StartingError) Error() string {
+	return "UserQuota is accounting the pods already running (start-up)"
 }
 
 // BehindError holds a pod that fits but would take room kept for Pod, a

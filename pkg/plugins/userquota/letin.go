@@ -215,6 +215,54 @@ func (pl *Plugin) onConfigChange(logger klog.Logger) {
 	pl.reclaim.activateBlocked(logger, pl.held.freed())
 }
 
+// letInWaiting decides the pods PreEnqueue held while the running pods
+// were being accounted (start-up), as a release decides held pods: in
+// let-in order (priority, the queue's application order, age), those that
+// fit now get room and go to the active queue together, the others stay
+// held with what holds them (their status says so from now on). Deciding
+// here rather than activating them all keeps the order, which a map of
+// pods handed to Activate does not, and spares the pods that stay held a
+// second PreEnqueue under the scheduling queue's lock: they are among its
+// unschedulable pods already.
+func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
+	if reason := pl.held.configError(); reason != nil {
+		for _, pod := range pods {
+			if !pl.gone(pod) {
+				pl.holdPod(pod, nil, reason, false)
+			}
+		}
+		pl.dropGone(pods)
+		return
+	}
+	cfg, queues := pl.partition(), pl.queues()
+	for _, pod := range pods {
+		p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Reason: hold.StartingError{},
+			Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
+		if req, err := pl.podRequest(pod, cfg, queues); err == nil {
+			// Placed now, so that the let-in orders it by its queue's
+			// application order; one that cannot be placed is decided
+			// (and held, saying why) by the let-in.
+			p.Request = &req
+		}
+		pl.held.hold(p, false)
+	}
+	pl.dropGone(pods)
+	pl.letIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
+}
+
+// dropGone forgets the pods among pods that went away: booked after their
+// delete was handled, they would stay held forever. The informer's store
+// is updated before any handler is told, so a pod found here is either
+// gone already or its delete comes after it was booked.
+func (pl *Plugin) dropGone(pods map[string]*v1.Pod) {
+	for _, pod := range pods {
+		if pl.gone(pod) {
+			pl.held.forget(pod.UID)
+			pl.status.forget(pod.UID)
+		}
+	}
+}
+
 // onSharesChange lets in the pods held by a runtime share.
 func (pl *Plugin) onSharesChange(logger klog.Logger) {
 	pl.held.freedNow()

@@ -28,7 +28,7 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	if pl.held.starting(pod) {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "UserQuota is accounting the pods already running (start-up)")
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, hold.StartingError{}.Error())
 	}
 	// Here the pod is out of any scheduling cycle.
 	echo := pl.held.enqueued(pod.UID)
@@ -88,8 +88,8 @@ func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
 // accounted and the gang objects watched (Workloads, PodGroups: those
 // whose API is served) are all seen (and, with elastic queues, a share
 // table computed from whole state), rebuilds the gang reservations
-// (gangrebuild.go), which read those objects, then lets in the pods
-// PreEnqueue held meanwhile.
+// (gangrebuild.go), which read those objects, then decides the pods
+// PreEnqueue held meanwhile, in let-in order (letInWaiting).
 func (pl *Plugin) startUp(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	if !cache.WaitForCacheSync(ctx.Done(), append([]cache.InformerSynced{pl.podsSynced}, pl.objects.synced...)...) {
@@ -100,6 +100,6 @@ func (pl *Plugin) startUp(ctx context.Context) {
 	pods := pl.held.started()
 	if len(pods) > 0 {
 		logger.V(2).Info("Running pods accounted: deciding the pods that waited", "count", len(pods))
-		pl.held.activate(logger, pods)
+		pl.letInWaiting(logger, pods)
 	}
 }

@@ -2,6 +2,9 @@ package userquota
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +18,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
@@ -162,20 +168,74 @@ func TestPreEnqueuePassesWithoutRoom(t *testing.T) {
 }
 
 // TestPreEnqueueAtStartUp: until the running pods are accounted no pod is
-// decided (it would be on partial usage); they wait and are decided once
-// the pod handler synced.
+// decided (it would be on partial usage); they wait, and are decided once
+// the pod handler synced: on whole usage, so a pod the running pods leave
+// no room for stays held (its status says why) and is not activated.
 func TestPreEnqueueAtStartUp(t *testing.T) {
 	running := e0Bound(userPod("running", "sue", "", "sandbox", "2"))
-	e := newEnv(t, envOptions{config: sandboxConfig, objects: []runtime.Object{running}, noStart: true})
 	early := userPod("early", "sue", "", "sandbox", "1")
-	if s := e.pl.PreEnqueue(e.ctx, early); s.IsSuccess() || !strings.Contains(s.Message(), "start-up") {
-		t.Fatalf("PreEnqueue before sync = %v, want a start-up wait", s)
+	fits := userPod("fits", "bob", "", "sandbox", "1")
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: []runtime.Object{running, early, fits}, noStart: true})
+	for _, pod := range []*v1.Pod{early, fits} {
+		if s := e.pl.PreEnqueue(e.ctx, pod); s.IsSuccess() || !strings.Contains(s.Message(), "start-up") {
+			t.Fatalf("PreEnqueue(%s) before sync = %v, want a start-up wait", pod.Name, s)
+		}
 	}
 	e.start()
-	e.waitFor("the waiting pod to be activated", func() bool { return contains(e.activator.activated(), "ns1/early") })
-	// Decided now on whole usage: sue's running pod fills her limit.
-	if s := e.preEnqueue(early); s.IsSuccess() {
+	e.waitFor("the pod that fits activated", func() bool { return contains(e.activator.activated(), "ns1/fits") })
+	// Decided on whole usage: sue's running pod fills her limit.
+	if contains(e.activator.activated(), "ns1/early") {
+		t.Error("early pod activated past sue's limit")
+	}
+	if h := e.pl.held.get(early.UID); h == nil || hold.KindOf(h.Reason) != hold.KindUser {
+		t.Errorf("early pod held as %v, want held by sue's limit", h)
+	}
+	if !e.pl.ugm.Admitted(string(fits.UID)) {
+		t.Error("the pod that fits was activated without room")
+	}
+	if s := e.pl.PreEnqueue(e.ctx, early); s.IsSuccess() {
 		t.Error("early pod let in past sue's limit")
+	}
+}
+
+// TestStartUpLetsInInOrder: the pods that waited for start-up are decided
+// in let-in order (priority, then age), not in whatever order they came:
+// with room for 3 of sue's 8 pods (one application), the 2 of highest
+// priority are let in, then the oldest.
+func TestStartUpLetsInInOrder(t *testing.T) {
+	var pods []*v1.Pod
+	var objs []runtime.Object
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 8 {
+		pod := userPod(fmt.Sprintf("p%d", i), "sue", "", "sandbox", "500m")
+		pod.Labels[podmeta.LabelAppID] = "train"
+		// Younger by name: p7 is the oldest. p2 and p5 outrank the rest.
+		pod.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(8-i) * time.Minute))
+		if i == 2 || i == 5 {
+			pod.Spec.Priority = ptr.To[int32](10)
+		}
+		pods = append(pods, pod)
+		objs = append(objs, pod)
+	}
+	running := e0Bound(userPod("running", "sue", "", "sandbox", "500m"))
+	running.Labels[podmeta.LabelAppID] = "train"
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: append(objs, running), noStart: true})
+	for _, pod := range pods {
+		e.pl.PreEnqueue(e.ctx, pod)
+	}
+	e.start()
+	want := []string{"ns1/p2", "ns1/p5", "ns1/p7"}
+	e.waitFor("three pods activated", func() bool { return len(e.activator.activated()) >= len(want) })
+	got := e.activator.activated()
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("activated %v, want %v (the two of priority 10, then the oldest)", got, want)
+	}
+	for _, pod := range pods {
+		in := contains(want, pod.Namespace+"/"+pod.Name)
+		if held := e.pl.held.get(pod.UID) != nil; held == in {
+			t.Errorf("%s: held %v, let in %v", pod.Name, held, in)
+		}
 	}
 }
 
