@@ -2,8 +2,10 @@
 # Builds the local control plane into _output/bin/ (git-ignored):
 #   etcd, kube-apiserver, kube-controller-manager, kubectl  - from this module
 #     (they are `tool` lines in go.mod, so the replace block applies)
-#   kwok                                                    - its own `go install`
+#   kwok, helm                                              - each its own `go install`
 # Versions come from hack/versions.env. Usage: hack/tools.sh [NAME...]
+# (`make tools` builds the local control plane; helm, for the chart's tests
+# and `helm install`, only when named: `hack/tools.sh helm`.)
 #
 # Every build uses the same flags (no -trimpath, -buildvcs=false, the same
 # -ldflags), so the Go build cache is shared between them. A binary whose
@@ -42,8 +44,12 @@ declare -A pkg=(
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [kwok]=sigs.k8s.io/kwok/cmd/kwok
+  [helm]=helm.sh/helm/v3/cmd/helm
 )
+# Built outside this module, each at its own version.
+declare -A own_version=([kwok]="$KWOK_VERSION" [helm]="$HELM_VERSION")
 all=(etcd kube-apiserver kube-controller-manager kubectl kwok)
+known=("${all[@]}" helm)
 
 check_gomod() {
   local mod want got
@@ -55,6 +61,25 @@ check_gomod() {
       echo "tools: run: go get -tool ${pkg[kube-apiserver]}@$KUBE_VERSION ${pkg[kube-controller-manager]}@$KUBE_VERSION ${pkg[kubectl]}@$KUBE_VERSION ${pkg[etcd]}@$ETCD_VERSION" >&2
       exit 1
     fi
+  done
+}
+
+# extra_ldflags NAME: what the tool's own release build stamps beyond ours.
+# helm's Makefile stamps its version, and the Kubernetes version that
+# `helm template` and `helm lint` assume without a cluster: the minor of its
+# k8s.io/client-go, the major that plus one (0.37 is 1.37); unstamped it
+# assumes 1.20, and a chart asking for a newer kubeVersion fails to render.
+extra_ldflags() {
+  [[ "$1" == helm ]] || return 0
+  local gomod client major minor v
+  gomod="$(GOWORK=off GOFLAGS="" "$GO" mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  client="$(awk '$1 == "k8s.io/client-go" { print $2 }' "$gomod")"
+  [[ "$client" =~ ^v([0-9]+)\.([0-9]+)\. ]] || { echo "tools: no k8s.io/client-go version in helm's go.mod ($gomod)" >&2; exit 1; }
+  major=$((BASH_REMATCH[1] + 1)) minor="${BASH_REMATCH[2]}"
+  printf ' -X helm.sh/helm/v3/internal/version.version=%s' "$HELM_VERSION"
+  printf ' -X helm.sh/helm/v3/internal/version.gitTreeState=clean'
+  for v in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    printf ' -X %s.k8sVersionMajor=%s -X %s.k8sVersionMinor=%s' "$v" "$major" "$v" "$minor"
   done
 }
 
@@ -73,12 +98,12 @@ stamp_of() {
   [[ -n "$go_env" ]] || go_env="$("$GO" version; "$GO" env GOOS GOARCH GOAMD64 CGO_ENABLED GOFLAGS GOEXPERIMENT CC GOROOT)"
   {
     printf '%s\n' "$name" "${pkg[$name]}" "$KUBE_VERSION" "$ETCD_VERSION" "$KWOK_VERSION" "${build_flags[@]}" "$go_env"
-    [[ "$name" == kwok ]] || cat go.mod go.sum
+    if [[ -n "${own_version[$name]:-}" ]]; then printf '%s\n' "${own_version[$name]}"; else cat go.mod go.sum; fi
   } | sha256sum | cut -d' ' -f1
 }
 
 build() {
-  local name="$1" start before status stamp
+  local name="$1" start before status stamp extra
   start="$EPOCHREALTIME"
   stamp="$(stamp_of "$name")"
   if [[ "${FORCE:-}" != 1 && -x "$OUT_BIN/$name" && -f "$OUT_BIN/.$name.stamp" &&
@@ -88,11 +113,12 @@ build() {
   fi
   rm -f "$OUT_BIN/.$name.stamp"
   before="$(identity "$OUT_BIN/$name")"
-  if [[ "$name" == kwok ]]; then
-    # Outside this module (it needs k8s.io libraries v0.36): GOWORK=off and
-    # no -mod flags, so go.mod here plays no part.
+  if [[ -n "${own_version[$name]:-}" ]]; then
+    # Outside this module (kwok and helm need newer k8s.io libraries than
+    # ours): GOWORK=off and no -mod flags, so go.mod here plays no part.
+    extra="$(extra_ldflags "$name")"
     GOWORK=off GOFLAGS="" GOBIN="$OUT_BIN" \
-      "$GO" install "${build_flags[@]}" "${pkg[$name]}@$KWOK_VERSION"
+      "$GO" install -buildvcs=false -ldflags "$ldflags$extra" "${pkg[$name]}@${own_version[$name]}"
   else
     "$GO" build "${build_flags[@]}" -o "$OUT_BIN/$name" "${pkg[$name]}"
   fi
@@ -104,7 +130,7 @@ build() {
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
 for n in "${names[@]}"; do
-  [[ -n "${pkg[$n]:-}" ]] || { echo "tools: unknown tool '$n' (known: ${all[*]})" >&2; exit 2; }
+  [[ -n "${pkg[$n]:-}" ]] || { echo "tools: unknown tool '$n' (known: ${known[*]})" >&2; exit 2; }
 done
 
 total_start="$EPOCHREALTIME"
