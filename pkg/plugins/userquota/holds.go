@@ -46,6 +46,9 @@ type holds struct {
 	// waiting (start-up), by namespace/name.
 	ready   bool
 	waiting map[string]*v1.Pod
+	// onLetIn, when set, is told the key of each pod let in, under mu
+	// (waits.letIn: the estimate given for it meets the actual wait).
+	onLetIn func(key string)
 }
 
 func newHolds(c clock.WithDelayedExecution, activate activateFunc, starvation time.Duration) *holds {
@@ -117,6 +120,9 @@ func (h *holds) letIn(uid types.UID) *hold.Pod {
 	p := h.book.Remove(string(uid))
 	if _, ok := h.inCycle[string(uid)]; ok && p != nil {
 		h.inCycle[string(uid)] = true
+	}
+	if p != nil && h.onLetIn != nil {
+		h.onLetIn(p.Key)
 	}
 	return p
 }

@@ -22,6 +22,7 @@
 //	elasticQuotas.mu -> pendingPods.mu -> ugm.Manager.mu (read)
 //	elasticQuotas.mu -> capacity.mu
 //	gangFinder.mu -> ledger.mu, ugm.Manager.mu, gangBook.mu (each alone)
+//	holds.mu -> waits.mu (the let-in hook)
 //
 // holds.mu, gangBook.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu,
 // capacity.mu and pendingPods.mu are taken alone otherwise: never while calling the
@@ -81,6 +82,7 @@ type Plugin struct {
 	// pods is the scheduler's pod lister (the informer's store).
 	pods    corelisters.PodLister
 	held    *holds
+	waits   *waits // completions and estimates of when held pods are let in (waits.go)
 	gangs   *gangBook
 	finder  gangFinder // the gang rebuild, then pods found running (gangrebuild.go)
 	objects gangObjects
@@ -128,7 +130,9 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		gangs:   newGangBook(c),
 		elastic: newElasticQuotas(m, c),
 		reclaim: newReclaimBook(c, h.Activate),
+		waits:   newWaits(c),
 	}
+	pl.held.onLetIn = pl.waits.letIn
 	pl.elastic.request = func(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
 		return pl.podRequest(pod, cfg, pl.queues())
 	}

@@ -213,6 +213,7 @@ func (pl *Plugin) releaseCharge(logger klog.Logger, uid types.UID, source string
 	}
 	metrics.RecordDecrease(source)
 	pl.onRelease(logger, c.Request)
+	pl.waits.completed(&c.Request)
 	pl.elastic.recomputeSoon()
 	return c, true
 }
