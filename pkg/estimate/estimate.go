@@ -19,6 +19,7 @@
 package estimate
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -159,6 +160,9 @@ func (c *Completions) Rate(r *ugm.Refusal, now time.Time) (freed int64, n int, s
 type Estimate struct {
 	// Unknown says why no estimate could be made; "" when Wait is one.
 	Unknown string
+	// Never: no release lets the pod in, it asks more than the whole
+	// limit (only raising the limit does).
+	Never bool
 	// Wait is the estimated time from now until the pod is let in.
 	Wait time.Duration
 	// Resource is the resource the limit is short of.
@@ -188,35 +192,58 @@ func (e Estimate) Rate() float64 {
 // infinite rate.
 const minSpan = time.Second
 
-// Of estimates when the pod held because of r (nil: not a limit) is let
-// in: r is what holds it now (a fresh check, when the held reason may be
-// stale), ahead the pods held on the same limit that a let-in tries
-// before it (hold.Book.Ahead), c the completions seen.
-func Of(r *ugm.Refusal, ahead []*hold.Pod, c *Completions, now time.Time) Estimate {
+// Limit returns the limit that holds a pod held for reason, whose request
+// is req, and how much of the limit's resource the pod needs there (its
+// own request; a gang's: its minimum, as the refusal says). A pod kept
+// behind a starving pod (*hold.BehindError) is held by that pod's limit,
+// with its own request. nil when no limit holds the pod.
+func Limit(reason error, req *ugm.Request) (*ugm.Refusal, int64) {
+	var behind *hold.BehindError
+	if errors.As(reason, &behind) {
+		var r *ugm.Refusal
+		if !errors.As(behind.Pod.Reason, &r) {
+			return nil, 0
+		}
+		own := r.Request
+		if req != nil && r.Limit != ugm.LimitApplications {
+			own = req.Resources.Get(resources.Intern(r.Resource))
+		}
+		return r, own
+	}
+	var r *ugm.Refusal
+	if !errors.As(reason, &r) {
+		return nil, 0
+	}
+	return r, r.Request
+}
+
+// Of estimates when a pod held by the limit r (nil: no limit), needing
+// own of its resource there, is let in: ahead are the pods held on the
+// same limit that a let-in tries before it (hold.Book.Ahead), c the
+// completions seen. r should be what holds the pod now (a fresh check
+// when the held reason may be stale).
+func Of(r *ugm.Refusal, own int64, ahead []*hold.Pod, c *Completions, now time.Time) Estimate {
 	if r == nil {
-		return Estimate{Unknown: "it is not held by a limit that completions free (see what holds it)"}
+		return Estimate{Unknown: "no limit that completions free holds it (see what holds it)"}
 	}
 	e := Estimate{Resource: r.Resource}
-	switch r.Limit {
-	case ugm.LimitApplications:
+	if r.Limit == ugm.LimitApplications {
+		e.Own = max(r.Usage+r.Request-r.Max, 0)
+		e.Need = e.Own
 		e.Unknown = "held by maxapplications: it waits for an application to end, and the rate at which applications end is not measured"
 		return e
-	case ugm.LimitShare:
-		e.Unknown = "held by its queue's runtime share, which moves with the other queues' demand and the cluster's capacity, not with completions alone"
-		return e
-	case ugm.LimitGuaranteed:
-		e.Unknown = "held by its queue's guaranteed share for non-preemptible pods, which moves with the cluster's capacity, not with completions alone"
+	}
+	if r.Resource == "" {
+		e.Unknown = "held by a limit no release frees (see what holds it)"
 		return e
 	}
-	if r.Request > r.Max {
-		e.Unknown = fmt.Sprintf("never, unless the limit is raised: it asks more than the whole limit (%s)", r.Resource)
+	if own > r.Max {
+		e.Never = true
+		e.Unknown = fmt.Sprintf("never, unless the limit is raised: it asks more %s than the whole limit", r.Resource)
 		return e
 	}
 	id := resources.Intern(r.Resource)
-	e.Own = r.Usage + r.Request - r.Max
-	if e.Own < 0 {
-		e.Own = 0
-	}
+	e.Own = max(r.Usage+own-r.Max, 0)
 	for _, p := range ahead {
 		if p.Request == nil || !InScope(r, p.Request) {
 			continue
@@ -227,6 +254,14 @@ func Of(r *ugm.Refusal, ahead []*hold.Pod, c *Completions, now time.Time) Estima
 		}
 	}
 	e.Need = e.Own + e.Ahead
+	switch r.Limit {
+	case ugm.LimitShare:
+		e.Unknown = "held by its queue's runtime share, which moves with the other queues' demand and the cluster's capacity, not with completions alone"
+		return e
+	case ugm.LimitGuaranteed:
+		e.Unknown = "held by its queue's guaranteed share for non-preemptible pods, which moves with the cluster's capacity, not with completions alone"
+		return e
+	}
 	e.Freed, e.Completions, e.Span = c.Rate(r, now)
 	switch {
 	case e.Completions < MinCompletions:

@@ -46,7 +46,10 @@ type pageData struct {
 	// queue's guaranteed / share / max.
 	Shares bool
 	Queues treeView
-	Users  []whoView
+	// Waiting are the queues with pods held by quota, each linking to
+	// its held pods in let-in order (dao.HeldPath), by path.
+	Waiting []waitingView
+	Users   []whoView
 	Groups []whoView
 }
 
@@ -72,6 +75,14 @@ type whoView struct {
 
 type appView struct{ ID, Group string }
 
+// waitingView is a queue with pods held by quota: how many, and the path
+// of their list.
+type waitingView struct {
+	Queue string
+	Held  int
+	URL   string
+}
+
 // treeView is a usage tree as table rows, parents before children.
 type treeView struct {
 	Columns []string
@@ -84,6 +95,8 @@ type rowView struct {
 	Indent int    // in em
 	Hot    bool
 	Cells  []cellView // one per column
+	// Waiting is the queue's held pods (queue tree only; nil: none).
+	Waiting *waitingView
 }
 
 // cellView is one resource of one node: a meter when a limit applies.
@@ -179,6 +192,15 @@ func (s *server) pageData(now time.Time) pageData {
 		}
 	}
 	d.Queues = newQueueTreeView(s.opts.Usage.Queues(), quotas)
+	d.Waiting = s.waiting()
+	for i := range d.Queues.Rows {
+		row := &d.Queues.Rows[i]
+		for j := range d.Waiting {
+			if d.Waiting[j].Queue == row.Queue {
+				row.Waiting = &d.Waiting[j]
+			}
+		}
+	}
 	for _, u := range s.opts.Usage.Users() {
 		wv := s.newWhoView("user", u.UserName, u.Queues)
 		ids := make([]string, 0, len(u.Groups))
@@ -216,6 +238,25 @@ func (s *server) pageData(now time.Time) pageData {
 		collect(wv.Tree, wv.Anchor)
 	}
 	return d
+}
+
+// waiting lists the queues with held pods, by path, each with the path
+// of its list.
+func (s *server) waiting() []waitingView {
+	if s.opts.HeldCounts == nil {
+		return nil
+	}
+	counts := s.opts.HeldCounts()
+	out := make([]waitingView, 0, len(counts))
+	for q, n := range counts {
+		if n <= 0 {
+			continue
+		}
+		u := "/ws/v1/partition/" + url.PathEscape(s.opts.Partition) + "/queue/" + url.PathEscape(q) + "/held"
+		out = append(out, waitingView{Queue: q, Held: n, URL: u})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
+	return out
 }
 
 func (s *server) newWhoView(kind, name string, root *ugm.QueueUsage) whoView {

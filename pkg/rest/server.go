@@ -5,8 +5,11 @@
 // (/ws/v1/partition/{p}/queues), the queue config in force (/ws/v1/config),
 // a read-only HTML usage page (/), health and readiness (/healthz,
 // /readyz), and the one POST, the resize check the admission webhook asks
-// (/ws/v1/partition/{p}/check/resize, resize.go). docs/api.md describes
-// every endpoint.
+// (/ws/v1/partition/{p}/check/resize, resize.go), and where a pod stands:
+// one pod's explanation (/ws/v1/partition/{p}/why/{namespace}/{name},
+// which its owner may read without RBAC) and a queue's held pods in
+// let-in order (/ws/v1/partition/{p}/queue/{queue}/held; why.go).
+// docs/api.md describes every endpoint.
 //
 // The package reads what it serves through small interfaces (a Usage
 // source, which *ugm.Manager implements, a config getter and a leader
@@ -72,6 +75,15 @@ type Options struct {
 	// Resize answers the resize check (dao.ResizeCheckPath, resize.go); nil: the
 	// path answers 404.
 	Resize ResizeCheckFunc
+	// Why explains one pod (dao.WhyPath, why.go); nil: the path answers
+	// 404.
+	Why WhyFunc
+	// Held lists a queue's held pods in let-in order (dao.HeldPath); nil:
+	// the path answers 404.
+	Held HeldFunc
+	// HeldCounts returns how many pods are held in each leaf queue, for
+	// the page's links to them; nil: the page links none.
+	HeldCounts func() map[string]int
 	// Auth protects every path except /healthz and /readyz (which kubelet
 	// probes without credentials): all of them authenticated, all but the
 	// caller's own usage (/usage/me) authorized. nil means no protection
@@ -90,6 +102,7 @@ func NewHandler(o Options) http.Handler {
 	api.HandleFunc("/ws/v1/partition/{partition}/usage/{rest...}", s.leaderOnly(s.usage))
 	api.HandleFunc("/ws/v1/partition/{partition}/usage", s.leaderOnly(s.usage))
 	api.HandleFunc("/ws/v1/partition/{partition}/queues", s.leaderOnly(s.queues))
+	api.HandleFunc(dao.HeldPath, s.leaderOnly(s.held))
 	api.HandleFunc("/ws/v1/config", s.config)
 	api.HandleFunc("/{$}", s.leaderOnly(s.page))
 	api.HandleFunc("/", s.notFound)
@@ -98,15 +111,20 @@ func NewHandler(o Options) http.Handler {
 	// SubjectAccessReview is exactly the path its handler serves.
 	var whole http.Handler = api
 	var self http.Handler = s.leaderOnly(s.self)
+	// A pod's explanation is authenticated here and authorized by its
+	// handler: its owner needs no RBAC, anyone else get on the path.
+	var why http.Handler = s.leaderOnly(s.why)
 	if o.Auth != nil {
 		whole = o.Auth.authenticate(o.Auth.authorize(api))
 		self = o.Auth.authenticate(self)
+		why = o.Auth.authenticate(why)
 	}
 
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", s.healthz)
 	root.HandleFunc("/readyz", s.readyz)
 	root.Handle(SelfPattern, self)
+	root.Handle(dao.WhyPath, why)
 	root.Handle("/", whole)
 
 	// The resize check is the one POST: authenticated and authorized as

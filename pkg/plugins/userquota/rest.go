@@ -44,6 +44,10 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		Shares:    pl.ugm.Shares,
 		Pending:   pl.elastic.pendingByQueue,
 		Resize:    pl.checkResize,
+		// Where a pod stands (explain.go).
+		Why:        pl.why,
+		Held:       pl.heldPods,
+		HeldCounts: pl.held.queueCounts,
 	}
 	var tlsConfig *tls.Config
 	var err error

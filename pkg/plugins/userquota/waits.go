@@ -57,15 +57,15 @@ func (w *waits) letIn(key string) {
 	w.accuracy.LetIn(key, now)
 }
 
-// estimate estimates when the held pod key of queue is let in, refused by
-// r, with ahead held before it on that limit, and keeps the estimate to
+// estimate estimates when the held pod key of queue is let in, held by
+// the limit r where it needs own, with ahead held before it on that limit, and keeps the estimate to
 // compare with its let-in (the first of its hold). It returns the
 // accuracy measured so far for queue and over all queues.
-func (w *waits) estimate(key, queue string, r *ugm.Refusal, ahead []*hold.Pod) (estimate.Estimate, estimate.Summary, estimate.Summary, time.Time) {
+func (w *waits) estimate(key, queue string, r *ugm.Refusal, own int64, ahead []*hold.Pod) (estimate.Estimate, estimate.Summary, estimate.Summary, time.Time) {
 	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := estimate.Of(r, ahead, w.completions, now)
+	e := estimate.Of(r, own, ahead, w.completions, now)
 	w.accuracy.Made(key, queue, e, now)
 	return e, w.accuracy.Queue(queue), w.accuracy.All(), now
 }
