@@ -25,6 +25,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	partition := fs.String("partition", simulator.DefaultPartition, "the partition to enforce")
 	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines and gang timeouts")
 	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of time and wait lines) before the room it needs is kept for it; 0 turns it off")
+	estimates := fs.Bool("estimates", false, "with --requeue: estimate each held pod's wait as the scheduler's explanation would, compare with its let-in, and print a summary line after the snapshot")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -42,6 +43,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		return badArgs(stderr, fmt.Sprintf("simulate: unexpected argument %q", fs.Arg(0)))
 	case *partition == "":
 		return badArgs(stderr, "simulate: --partition must not be empty")
+	case *estimates && !*requeue:
+		return badArgs(stderr, "simulate: --estimates needs --requeue (only held pods wait)")
 	case *starvation < 0:
 		return badArgs(stderr, fmt.Sprintf("simulate: --starvation %s is negative (0 turns it off)", *starvation))
 	}
@@ -58,7 +61,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	defer trace.Close()
 
-	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue, Starvation: *starvation})
+	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue, Starvation: *starvation, Estimates: *estimates})
 	var cfgErr *simulator.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):

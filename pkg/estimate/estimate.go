@@ -163,6 +163,8 @@ type Estimate struct {
 	// Never: no release lets the pod in, it asks more than the whole
 	// limit (only raising the limit does).
 	Never bool
+	// TooFew: too few completions were seen on the limit to estimate.
+	TooFew bool
 	// Wait is the estimated time from now until the pod is let in.
 	Wait time.Duration
 	// Resource is the resource the limit is short of.
@@ -265,6 +267,7 @@ func Of(r *ugm.Refusal, own int64, ahead []*hold.Pod, c *Completions, now time.T
 	e.Freed, e.Completions, e.Span = c.Rate(r, now)
 	switch {
 	case e.Completions < MinCompletions:
+		e.TooFew = true
 		e.Unknown = fmt.Sprintf("too few completions seen on this limit to estimate (%d in the last %s, %d needed)", e.Completions, c.lookback, MinCompletions)
 		return e
 	case e.Freed <= 0:

@@ -6,16 +6,16 @@ import "time"
 // the churn trace (ReferenceConfig, ReferenceTrace: a closed-loop
 // workload of completions, made by pkg/simulator's TestChurnTrace) with
 //
-//	userquotactl simulate --requeue --estimates --config testdata/traces/churn.yaml --trace testdata/traces/churn.jsonl
+//	userquotactl simulate --requeue --estimates --config testdata/estimates/churn.yaml --trace testdata/estimates/churn.jsonl
 //
 // A pod's explanation states it until its scheduler has compared enough
 // estimates of its own. TestReferenceAccuracy (pkg/simulator) measures it
 // again and fails when it differs, so these numbers are what the code
 // does.
 const (
-	ReferenceConfig   = "testdata/traces/churn.yaml"
-	ReferenceTrace    = "testdata/traces/churn.jsonl"
-	ReferenceCompared = 0
-	ReferenceP50      = 0 * time.Second
-	ReferenceP90      = 0 * time.Second
+	ReferenceConfig   = "testdata/estimates/churn.yaml"
+	ReferenceTrace    = "testdata/estimates/churn.jsonl"
+	ReferenceCompared = 1112
+	ReferenceP50      = 98 * time.Second
+	ReferenceP90      = 540 * time.Second
 )

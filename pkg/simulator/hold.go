@@ -52,10 +52,14 @@ type pendingPod struct {
 // hold records p as held for d's reason, as the plugin's holdPod: a pod
 // held already keeps the time it was first held (the book keeps Since).
 func (s *sim) hold(p *pendingPod, d decision) {
+	_, again := s.pendingByName[p.name]
 	s.pendingByName[p.name] = p
 	s.join(p)
 	s.book.Hold(&hold.Pod{Key: p.name, Name: p.name, Request: d.placed, Reason: d.reason,
 		Priority: p.priority, Created: p.created, Obj: p}, s.now)
+	if !again {
+		s.estimateHeld(p.name)
+	}
 }
 
 // dropPending stops p being held (admitted, or withdrawn by a release).
@@ -146,6 +150,7 @@ func (s *sim) letIn(cands []*hold.Pod) {
 		}
 		// Admitted (or, which cannot happen, live already).
 		s.dropPending(p)
+		s.estimateLetIn(p.name)
 		s.emit(d.out)
 		if hold.KindOf(c.Reason) != hold.KindBehind {
 			opened = append(opened, c)

@@ -47,6 +47,12 @@ type Options struct {
 	// are held too. 0 turns it off (the zero Options); the command's
 	// default is DefaultStarvation. Only Requeue holds pods.
 	Starvation time.Duration
+	// Estimates gives each pod held for the first time the estimate of
+	// its wait the scheduler's explanation would give (pkg/estimate),
+	// compares it with the pod's let-in, and prints a summary line after
+	// the snapshot: how far the estimates were off (p50 and p90 absolute
+	// error). Only Requeue holds pods.
+	Estimates bool
 }
 
 // ConfigError is returned by Run when the initial config is invalid or
@@ -78,6 +84,9 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 	}
 	m := s.ledger.Manager()
 	s.emit(snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues(), Pending: s.pendingNames()})
+	if s.est != nil {
+		s.emit(s.est.summary())
+	}
 	if s.werr != nil {
 		return s.werr
 	}
@@ -98,6 +107,9 @@ func newSim(cfgText []byte, opts Options, out io.Writer) (*sim, error) {
 	}
 	s.logNotices("config", notices)
 	s.setPartition(part)
+	if opts.Estimates {
+		s.est = newEstimates()
+	}
 	s.enc = json.NewEncoder(out)
 	s.enc.SetEscapeHTML(false)
 	return s, nil
@@ -127,6 +139,8 @@ type sim struct {
 	pendingByName map[string]*pendingPod
 	// gangs are the gangs the gang lines declared.
 	gangs gangs
+	// est is what Options.Estimates keeps; nil without it.
+	est *estimates
 }
 
 // emit writes one output line. Lines come from deep in a decision (a
@@ -159,20 +173,26 @@ func (s *sim) replay(r *bufio.Reader) error {
 			line = bytes.TrimPrefix(line, []byte("\ufeff")) // a byte order mark
 		}
 		if !isBlank(line) {
-			out, next := s.apply(n, line)
-			s.emit(out)
-			if next != nil {
-				s.after(next)
-			}
-			s.letInOpened()
-			if s.werr != nil {
-				return s.werr
+			if err := s.step(n, line); err != nil {
+				return err
 			}
 		}
 		if err == io.EOF {
 			return nil
 		}
 	}
+}
+
+// step carries out trace line n and what follows it, printing its
+// output; it returns the first error writing the output.
+func (s *sim) step(n int, line []byte) error {
+	out, next := s.apply(n, line)
+	s.emit(out)
+	if next != nil {
+		s.after(next)
+	}
+	s.letInOpened()
+	return s.werr
 }
 
 // apply carries out one trace line and returns its output line, and what
@@ -233,6 +253,7 @@ func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	}
 	if p := s.pendingByName[l.Pod]; p != nil {
 		s.dropPending(p)
+		s.estimateDrop(p.name)
 		out := releasedLine{Pod: l.Pod, Released: false}
 		if g := s.leave(l.Pod); g != nil {
 			return out, &freed{gone: g}
@@ -250,6 +271,7 @@ func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	if !ok {
 		return out, nil
 	}
+	s.completed(&c.Request)
 	return out, &freed{released: &c.Request, sharesBefore: before, gone: s.leave(l.Pod)}
 }
 
