@@ -170,9 +170,10 @@ type Estimate struct {
 	// Resource is the resource the limit is short of.
 	Resource string
 	// Own is the pod's own shortfall on the limit (usage + request -
-	// max); Ahead what the pods held on the limit before it ask of the
-	// resource, AheadPods how many they are; Need is Own + Ahead, what
-	// must be freed (base units).
+	// max, at least 0); Ahead what the pods held on the limit before it
+	// ask of the resource, AheadPods how many they are; Need what must be
+	// freed for all of them (usage + ahead + request - max, at least 0;
+	// Own + Ahead when the pod is short by itself). Base units.
 	Own, Ahead, Need int64
 	AheadPods        int
 	// Freed, Completions and Span are the observed rate: Freed of the
@@ -255,7 +256,9 @@ func Of(r *ugm.Refusal, own int64, ahead []*hold.Pod, c *Completions, now time.T
 			e.AheadPods++
 		}
 	}
-	e.Need = e.Own + e.Ahead
+	// Slack left under the max (a pod kept behind a starving one may fit
+	// by itself) counts: what must be freed is what all of them go over.
+	e.Need = max(r.Usage+own+e.Ahead-r.Max, 0)
 	switch r.Limit {
 	case ugm.LimitShare:
 		e.Unknown = "held by its queue's runtime share, which moves with the other queues' demand and the cluster's capacity, not with completions alone"
