@@ -183,7 +183,7 @@ func TestOf(t *testing.T) {
 			want: Estimate{Wait: 108 * time.Second, Resource: "cpu", Own: 1000, Need: 1000, Freed: 10000, Completions: 10, Span: 18 * time.Minute}},
 		{name: "the pods ahead on the limit count, others not", r: sueAt(), own: 2000, c: sueDone(),
 			ahead: aheadOf(req("sue", "root.a", 2000), req("sue", "root.b", 4000), req("sue", "root.a", 9000), nil),
-			want: Estimate{Wait: 324 * time.Second, Resource: "cpu", Own: 1000, Ahead: 2000, AheadPods: 1, Need: 3000, Freed: 10000, Completions: 10, Span: 18 * time.Minute}},
+			want:  Estimate{Wait: 324 * time.Second, Resource: "cpu", Own: 1000, Ahead: 2000, AheadPods: 1, Need: 3000, Freed: 10000, Completions: 10, Span: 18 * time.Minute}},
 		{name: "behind a starving pod: its own request on that pod's limit, the slack counted (4+2+0.5-5)", r: sueAt(), own: 500, c: sueDone(),
 			ahead: aheadOf(req("sue", "root.a", 2000)),
 			want:  Estimate{Wait: 162 * time.Second, Resource: "cpu", Ahead: 2000, AheadPods: 1, Need: 1500, Freed: 10000, Completions: 10, Span: 18 * time.Minute}},

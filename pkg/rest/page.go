@@ -50,7 +50,7 @@ type pageData struct {
 	// its held pods in let-in order (dao.HeldPath), by path.
 	Waiting []waitingView
 	Users   []whoView
-	Groups []whoView
+	Groups  []whoView
 }
 
 // hotItem is one meter at or over HotPercent, for the summary at the top.
