@@ -162,7 +162,7 @@ func TestWhy(t *testing.T) {
 				Held: &dao.HeldExplanation{Kind: "Queue", Reason: "queue root.team would exceed max: cpu 4+1 > 4",
 					Limit: &dao.Limit{Who: "queue", Name: "root.team", Queue: "root.team", Limit: "resources", Resource: "cpu", Usage: 4000, Request: 1000, Max: 4000},
 					Since: since, Position: 1, QueueHeld: 1,
-					LetIn: &dao.LetIn{Resource: "cpu", Own: 1000, Holders: []dao.Holder{{Pod: dao.Hidden, Pods: 2, Amount: 4000}}},
+					LetIn:    &dao.LetIn{Resource: "cpu", Own: 1000, Holders: []dao.Holder{{Pod: dao.Hidden, Pods: 2, Amount: 4000}}},
 					Estimate: dao.Estimate{At: at, Unknown: "too few completions seen on this limit to estimate (0 in the last 6h0m0s, 3 needed)", Accuracy: reference}}},
 		},
 		{
