@@ -160,11 +160,13 @@ func (pb *partBuild) finish() {
 			q.Sharing = sharing(q.Sharing.Elastic, q.Properties, rq.guaranteed, rq.max)
 			q.Preemption = preemption(q.Properties)
 			q.AppSort = appSort(q.Properties)
+			q.Fairness = fairness(q.Properties, rq.max, rq.guaranteed)
 			if q.ChildTemplate != nil {
 				ct := q.ChildTemplate
 				ct.Sharing = sharing(ct.Sharing.Elastic, ct.Properties, rq.templateRes[0], rq.templateRes[1])
 				ct.Preemption = preemption(ct.Properties)
 				ct.AppSort = appSort(ct.Properties)
+				ct.Fairness = fairness(ct.Properties, rq.templateRes[1], rq.templateRes[0])
 				if rq.templateRes[0].given {
 					q.ChildTemplate.Guaranteed = rq.templateRes[0].q.vector()
 				}

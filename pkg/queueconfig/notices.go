@@ -30,7 +30,8 @@ const (
 	noticeQuotaPreemption = "not enforced: a queue over a lowered max takes no new pods, " +
 		"but its running pods are not preempted to bring it under"
 	noticeUnknownProperty = "not a property this scheduler knows, so it has no effect " +
-		"(known: quota.sharing, quota.weight, quota.lend, preemption.policy, preemption.delay, application.sort.policy)"
+		"(known: quota.sharing, quota.weight, quota.lend, preemption.policy, preemption.delay, application.sort.policy, " +
+		"userquota.fairness, userquota.fairness.halflife, userquota.fairness.weights)"
 	noticeOtherProperty     = "not read by this scheduler: no effect"
 	noticePreemptionEnabled = "not read: reclaim preempts only in elastic subtrees, as each queue's preemption.policy says " +
 		"(disabled stops a subtree's pods preempting: docs/reclaim.md); kube-scheduler's priority preemption follows its own profile"
@@ -52,13 +53,13 @@ var yuniKornProperties = map[string]string{
 
 // propertyNotice says what a queue property does, "" for one we act on.
 func propertyNotice(key string) string {
-	if key == PropSharing || key == PropWeight || key == PropLend || isPreemptionProp(key) || key == PropAppSortPolicy {
+	if key == PropSharing || key == PropWeight || key == PropLend || isPreemptionProp(key) || key == PropAppSortPolicy || isFairnessProp(key) {
 		return ""
 	}
 	if msg, ok := yuniKornProperties[key]; ok {
 		return msg
 	}
-	for _, prefix := range []string{"quota.", "preemption.", "priority.", "application."} {
+	for _, prefix := range []string{"quota.", "preemption.", "priority.", "application.", "userquota."} {
 		if strings.HasPrefix(key, prefix) {
 			return noticeUnknownProperty
 		}

@@ -71,6 +71,9 @@ type Queue struct {
 	// AppSortFIFO, AppSortFair, or "" when the queue does not set it; not
 	// inherited here (AppSortPolicy resolves it for a leaf).
 	AppSort string
+	// Fairness is what the queue's userquota.fairness* properties set
+	// (fairness.go); not inherited here (FairnessFor resolves it).
+	Fairness Fairness
 }
 
 // Limit is one entry of a queue's `limits` list. It applies to each user
@@ -102,6 +105,9 @@ type ChildTemplate struct {
 	// AppSort is the template's application.sort.policy: AppSortFIFO,
 	// AppSortFair, or "" when the template does not set it.
 	AppSort string
+	// Fairness is what the template's userquota.fairness* properties set,
+	// measured against the template's max, else its guaranteed.
+	Fairness Fairness
 }
 
 // PlacementRule is one entry of a partition's placementrules.

@@ -82,6 +82,7 @@ func (v *validator) validatePartition(pb *partBuild) {
 		// child template.
 		v.eachProperties(pb, v.checkPreemptionProps)
 		v.eachProperties(pb, v.checkAppSortProp)
+		v.checkFairness(pb)
 		v.checkHierarchy(pb, root, newEffective())
 	}
 	v.checkPlacementRules(pb)
