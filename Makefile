@@ -23,9 +23,10 @@ all: build
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build the binaries into bin/
+build: ## build the binaries into bin/ (kubectl-userquota: put bin/ on PATH for `kubectl userquota`)
 	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/userquota-scheduler ./cmd/scheduler
 	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/userquotactl ./cmd/userquotactl
+	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/kubectl-userquota ./cmd/kubectl-userquota
 	$(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BIN)/userquota-webhook ./cmd/webhook
 
 # The test tiers `make test` runs, in order; each prints a timing line.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -13,17 +13,18 @@ import (
 // runValidate is `userquotactl validate FILE`. The problems are the
 // command's result, so they go to stdout like the summary; stderr is for
 // failing to read the file.
-func runValidate(args []string, stdout, stderr io.Writer) int {
+func (c *cli) validate(args []string) int {
+	stdout := c.stdout
 	fs := newFlagSet("validate")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 1 {
-		return badArgs(stderr, fmt.Sprintf("validate takes one FILE, got %d arguments", fs.NArg()))
+		return c.badArgs(fmt.Sprintf("validate takes one FILE, got %d arguments", fs.NArg()))
 	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		c.errorf("%v", err)
 		return exitFailed
 	}
 	cfg, err := queueconfig.Parse(data)
@@ -71,15 +72,15 @@ func newFlagSet(name string) *flag.FlagSet {
 
 // parseFlags parses args; ok false means run must return code: 0 after
 // printing the usage for -h, 2 after a flag error.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+func (c *cli) parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
 		return 0, true
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(c.stdout, c.usage())
 		return exitOK, false
 	default:
-		return badArgs(stderr, fs.Name()+": "+err.Error()), false
+		return c.badArgs(fs.Name() + ": " + err.Error()), false
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -32,11 +32,15 @@ type usageFlags struct {
 	token, tokenFile, caFile               string
 	insecure, me                           bool
 	timeout                                time.Duration
+	// wrap, when set, adds the caller's credentials to requests sent
+	// without --token or --token-file (why and held: the kubeconfig's).
+	wrap func(http.RoundTripper) (http.RoundTripper, error)
 }
 
-// runUsage is `userquotactl usage`: it reads the scheduler's usage REST API
+// usageCmd is `userquotactl usage`: it reads the scheduler's usage REST API
 // and prints the usage trees as tables (-o tree) or the server's JSON.
-func runUsage(args []string, stdout, stderr io.Writer) int {
+func (c *cli) usageCmd(args []string) int {
+	stdout := c.stdout
 	var f usageFlags
 	fs := newFlagSet("usage")
 	fs.StringVar(&f.server, "server", "", "")
@@ -51,47 +55,47 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.caFile, "ca-file", "", "")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
 	}
 	switch {
 	case fs.NArg() > 0:
-		return badArgs(stderr, fmt.Sprintf("usage: unexpected argument %q", fs.Arg(0)))
+		return c.badArgs(fmt.Sprintf("usage: unexpected argument %q", fs.Arg(0)))
 	case f.server == "":
-		return badArgs(stderr, "usage: missing --server")
+		return c.badArgs("usage: missing --server")
 	case f.user != "" && f.group != "":
-		return badArgs(stderr, "usage: --user and --group exclude each other")
+		return c.badArgs("usage: --user and --group exclude each other")
 	case f.me && (f.user != "" || f.group != ""):
-		return badArgs(stderr, "usage: --me excludes --user and --group")
+		return c.badArgs("usage: --me excludes --user and --group")
 	case f.output != "tree" && f.output != "json":
-		return badArgs(stderr, fmt.Sprintf("usage: -o must be tree or json, not %q", f.output))
+		return c.badArgs(fmt.Sprintf("usage: -o must be tree or json, not %q", f.output))
 	case f.partition == "":
-		return badArgs(stderr, "usage: --partition must not be empty")
+		return c.badArgs("usage: --partition must not be empty")
 	case f.token != "" && f.tokenFile != "":
-		return badArgs(stderr, "usage: --token and --token-file exclude each other")
+		return c.badArgs("usage: --token and --token-file exclude each other")
 	}
 	base, err := url.Parse(strings.TrimSuffix(f.server, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return badArgs(stderr, fmt.Sprintf("usage: --server must be an http:// or https:// URL, not %q", f.server))
+		return c.badArgs(fmt.Sprintf("usage: --server must be an http:// or https:// URL, not %q", f.server))
 	}
-	c, err := newUsageClient(base, f)
+	uc, err := newUsageClient(base, f)
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %s\n", printable(err.Error(), false))
+		c.errorf("%s", err.Error())
 		return exitFailed
 	}
 	prefix := "/ws/v1/partition/" + url.PathEscape(f.partition) + "/usage/"
 	switch {
 	case f.me:
-		err = c.usage(stdout, f.output, prefix+"me", decoded(stdout, printSelf))
+		err = uc.usage(stdout, f.output, prefix+"me", decoded(stdout, printSelf))
 	case f.user != "":
-		err = c.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), decoded(stdout, printUser))
+		err = uc.usage(stdout, f.output, prefix+"user/"+url.PathEscape(f.user), decoded(stdout, printUser))
 	case f.group != "":
-		err = c.usage(stdout, f.output, prefix+"group/"+url.PathEscape(f.group), decoded(stdout, printGroup))
+		err = uc.usage(stdout, f.output, prefix+"group/"+url.PathEscape(f.group), decoded(stdout, printGroup))
 	default:
-		err = c.all(stdout, f.output, prefix)
+		err = uc.all(stdout, f.output, prefix)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %s\n", printable(err.Error(), false))
+		c.errorf("%s", err.Error())
 		return exitFailed
 	}
 	return exitOK
@@ -127,7 +131,16 @@ func newUsageClient(base *url.URL, f usageFlags) (*usageClient, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
-	c.http = &http.Client{Timeout: f.timeout, Transport: tr}
+	var rt http.RoundTripper = tr
+	if f.wrap != nil && c.token == "" {
+		// The kubeconfig's credentials: a token, a token file, an exec
+		// plugin's token.
+		var werr error
+		if rt, werr = f.wrap(rt); werr != nil {
+			return nil, fmt.Errorf("your kubeconfig's credentials: %w", werr)
+		}
+	}
+	c.http = &http.Client{Timeout: f.timeout, Transport: rt}
 	return c, nil
 }
 
@@ -135,6 +148,7 @@ func newUsageClient(base *url.URL, f usageFlags) (*usageClient, error) {
 // the server's message.
 func (c *usageClient) get(path string) ([]byte, error) {
 	u := *c.base
+	path, u.RawQuery, _ = strings.Cut(path, "?")
 	u.RawPath = c.base.EscapedPath() + path
 	u.Path, _ = url.PathUnescape(u.RawPath)
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u.String(), nil)
@@ -155,20 +169,32 @@ func (c *usageClient) get(path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %w", u.String(), err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Message     string `json:"message"`
-			Description string `json:"description"`
+		e := &apiError{url: u.String(), status: resp.Status, code: resp.StatusCode}
+		if json.Unmarshal(body, e) != nil || e.Message == "" {
+			e.Message, e.Description = strings.TrimSpace(string(body)), ""
 		}
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Message != "" {
-			msg = e.Message
-			if e.Description != "" && e.Description != e.Message {
-				msg += ": " + e.Description
-			}
-		}
-		return nil, fmt.Errorf("GET %s: %s: %s", u.String(), resp.Status, msg)
+		return nil, e
 	}
 	return body, nil
+}
+
+// apiError is an answer of the REST API other than 200, with the
+// server's message (docs/api.md, "Errors").
+type apiError struct {
+	url, status string
+	code        int
+	Message     string `json:"message"`
+	Description string `json:"description"`
+}
+
+// Error says which request failed, its status and the server's message
+// and description.
+func (e *apiError) Error() string {
+	msg := e.Message
+	if e.Description != "" && e.Description != e.Message {
+		msg += ": " + e.Description
+	}
+	return fmt.Sprintf("GET %s: %s: %s", e.url, e.status, msg)
 }
 
 // usage prints one user or group: the server's JSON, or the table.

@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,3 +232,6 @@ func TestSimulateMatchesGolden(t *testing.T) {
 		})
 	}
 }
+
+// run is userquotactl's command tree, as its binary runs it.
+func run(args []string, stdout, stderr io.Writer) int { return Main(Ctl, args, stdout, stderr) }

@@ -1,16 +1,15 @@
-package main
+package cli
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/userquota/userquota/pkg/simulator"
 )
 
-// runSimulate is `userquotactl simulate --config FILE --trace FILE
+// simulate is `userquotactl simulate --config FILE --trace FILE
 // [--partition NAME] [--requeue [--starvation D]]`: the decisions go to
 // stdout as JSON lines, anything that stops the replay goes to stderr.
 // --requeue holds refused pods and lets them in as the scheduler does
@@ -18,7 +17,8 @@ import (
 // scheduler's starvationWait (simulator.Options.Starvation). Gang lines
 // need no flag: without --requeue a gang's refused pods are forgotten
 // like any refused pod (docs/simulator.md, "Gangs").
-func runSimulate(args []string, stdout, stderr io.Writer) int {
+func (c *cli) simulate(args []string) int {
+	stdout, stderr := c.stdout, c.stderr
 	fs := newFlagSet("simulate")
 	cfgPath := fs.String("config", "", "the initial queue config")
 	tracePath := fs.String("trace", "", "the trace")
@@ -26,7 +26,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines and gang timeouts")
 	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of time and wait lines) before the room it needs is kept for it; 0 turns it off")
 	estimates := fs.Bool("estimates", false, "with --requeue: estimate each held pod's wait as the scheduler's explanation would, compare with its let-in, and print a summary line after the snapshot")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
 	}
 	var missing []string
@@ -38,25 +38,25 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case len(missing) > 0:
-		return badArgs(stderr, "simulate: missing "+strings.Join(missing, " and "))
+		return c.badArgs("simulate: missing " + strings.Join(missing, " and "))
 	case fs.NArg() > 0:
-		return badArgs(stderr, fmt.Sprintf("simulate: unexpected argument %q", fs.Arg(0)))
+		return c.badArgs(fmt.Sprintf("simulate: unexpected argument %q", fs.Arg(0)))
 	case *partition == "":
-		return badArgs(stderr, "simulate: --partition must not be empty")
+		return c.badArgs("simulate: --partition must not be empty")
 	case *estimates && !*requeue:
-		return badArgs(stderr, "simulate: --estimates needs --requeue (only held pods wait)")
+		return c.badArgs("simulate: --estimates needs --requeue (only held pods wait)")
 	case *starvation < 0:
-		return badArgs(stderr, fmt.Sprintf("simulate: --starvation %s is negative (0 turns it off)", *starvation))
+		return c.badArgs(fmt.Sprintf("simulate: --starvation %s is negative (0 turns it off)", *starvation))
 	}
 
 	cfg, err := os.ReadFile(*cfgPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		c.errorf("%v", err)
 		return exitFailed
 	}
 	trace, err := os.Open(*tracePath)
 	if err != nil {
-		fmt.Fprintf(stderr, "userquotactl: %v\n", err)
+		c.errorf("%v", err)
 		return exitFailed
 	}
 	defer trace.Close()
@@ -71,7 +71,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailed
 	case err != nil:
-		fmt.Fprintf(stderr, "userquotactl: %s: %v\n", *tracePath, err)
+		c.errorf("%s: %v", *tracePath, err)
 		return exitFailed
 	}
 	return exitOK
