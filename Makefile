@@ -42,7 +42,10 @@ test: ## every test tier that needs no Docker (what CI runs), with a timing line
 test-unit: ## unit, golden, differential and concurrency tests, with -race
 	$(GO) test -race -count=1 $(PKGS)
 
-test-integration: ## scheduler + plugin against a real kube-apiserver and etcd, in process
+# The chart's tests (charts/userquota) run helm, built first by hack/tools.sh
+# (a few minutes once, then a stamp check).
+test-integration: ## scheduler + plugin against a real kube-apiserver and etcd, in process; the Helm chart and the dashboard
+	GO=$(GO) hack/tools.sh helm
 	GO=$(GO) hack/gotest.sh _output/test-integration.log -count=1 -timeout 20m ./test/integration
 
 test-local: ## make run + make demo + make down, checking the verdicts (builds the tools)

@@ -46,7 +46,7 @@ func (m *installed) deployment(c *cluster, name string) *appsv1.Deployment {
 			return &d
 		}
 	}
-	c.t.Fatalf("manifests/ has no Deployment %s", name)
+	c.t.Fatalf("%s has no Deployment %s", m.source, name)
 	return nil
 }
 
@@ -130,7 +130,7 @@ func (c *cluster) checkResizeWiring(m *installed, s *schedulerProcess) {
 		}
 	}
 	if err := yaml.Unmarshal([]byte(m.schedulerConfig), &cfg); err != nil || len(cfg.Profiles) != 1 {
-		c.t.Fatalf("the scheduler config of manifests/: %v, %d profiles", err, len(cfg.Profiles))
+		c.t.Fatalf("the scheduler config of %s: %v, %d profiles", m.source, err, len(cfg.Profiles))
 	}
 	for _, pc := range cfg.Profiles[0].PluginConfig {
 		if pc.Name != userquota.Name {

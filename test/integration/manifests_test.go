@@ -62,21 +62,30 @@ const (
 // everything by default), so the manifests' RBAC is what the scheduler has.
 const rbacAPIServer = "--authorization-mode=RBAC"
 
-// TestManifests checks manifests/ on a real API server with RBAC on: every
-// object of `kubectl apply -k manifests/` and of manifests/examples/ passes
-// a server-side dry-run apply; then the scheduler binary runs with the
-// ServiceAccount's token (not as admin), the manifests' RBAC and the
-// scheduler config of the generated ConfigMap, and schedules the example
-// workloads: two of alice's Job pods bound, the third refused with the
-// plugin's reason, bob's Deployment bound. Any request the API server
-// refuses the scheduler for lack of a permission fails the test, including
-// those the scheduler tolerates (its /metrics authentication config).
+// TestManifests checks each install on a real API server with RBAC on,
+// manifests/ and the chart charts/userquota rendered with its defaults
+// (TestChartMatchesManifests checks that the two are the same objects):
+// every object of the install and of manifests/examples/ passes a
+// server-side dry-run apply; then the scheduler binary runs with the
+// ServiceAccount's token (not as admin), the install's RBAC and the
+// scheduler config of its ConfigMap, and schedules the example workloads:
+// two of alice's Job pods bound, the third refused with the plugin's
+// reason, bob's Deployment bound. Any request the API server refuses the
+// scheduler for lack of a permission fails the test, including those the
+// scheduler tolerates (its /metrics authentication config).
 func TestManifests(t *testing.T) {
+	for _, src := range installSources {
+		t.Run(src.name, func(t *testing.T) { testInstall(t, src) })
+	}
+}
+
+// testInstall is TestManifests for one install.
+func testInstall(t *testing.T, src installSource) {
 	c := newCluster(t, 2, rbacAPIServer)
 	// The PodGroup API served: the scheduler watches PodGroups, under the
 	// manifests' RBAC.
 	c.installPodGroupCRD()
-	m := c.installManifests()
+	m := c.installFrom(src)
 
 	// The generated ConfigMap holds the production config: leader election
 	// on our own Lease, client limits above the defaults.
@@ -228,33 +237,63 @@ func (c *cluster) hasEvent(ns, reason string) bool {
 	return false
 }
 
-// installed is what installManifests put in the cluster.
+// installed is what installFrom put in the cluster.
 type installed struct {
-	// schedulerConfig is the KubeSchedulerConfiguration of the generated
-	// ConfigMap userquota-scheduler-config (what the Deployment mounts).
+	// source says which install: "manifests/" or the chart.
+	source string
+	// schedulerConfig is the KubeSchedulerConfiguration of the ConfigMap
+	// userquota-scheduler-config (what the Deployment mounts).
 	schedulerConfig string
 	// kubeconfig authenticates as the ServiceAccount, with a token from the
 	// TokenRequest API, as the Deployment's pods do.
 	kubeconfig string
-	// objects are manifests/ (kustomize build); examples are
-	// manifests/examples/, in the test namespace.
+	// objects are the install's (kustomize build, helm template); examples
+	// are manifests/examples/, in the test namespace.
 	objects, examples []*unstructured.Unstructured
 	// restToken reads the usage REST API (made on first use).
 	restToken string
-	// restTLS holds the files of the Secret userquota-scheduler-tls made
-	// here (tls.crt, tls.key, ca.crt), for the name the webhook asks.
+	// restTLS holds the files of the Secret userquota-scheduler-tls
+	// (tls.crt, tls.key, ca.crt): made here for manifests/, which leaves
+	// the Secret to the installer; the chart's own for the chart.
 	restTLS string
 }
 
-// installManifests applies manifests/ (built with kustomize, in process)
-// and manifests/examples/ with a server-side dry-run, then everything of
-// manifests/ for real except the Deployment (nothing here runs its pods;
-// tests run the binary themselves), and mints a token for the
-// ServiceAccount.
+// installSource is where an install's objects come from.
+type installSource struct {
+	name string
+	// objects renders the install.
+	objects func(t *testing.T) []*unstructured.Unstructured
+	// kindDelta is how many objects of a kind it has beyond manifests/
+	// (the chart: no Namespace, helm install --create-namespace makes it;
+	// the two TLS Secrets it makes).
+	kindDelta map[string]int
+	// ownsTLS: the install holds the Secret userquota-scheduler-tls.
+	ownsTLS bool
+}
+
+// manifestsSource is manifests/, built with kustomize in process.
+var manifestsSource = installSource{name: "manifests", objects: func(t *testing.T) []*unstructured.Unstructured {
+	return kustomizeBuild(t, filepath.Join(repoRoot(t), "manifests"))
+}}
+
+// installSources are the installs TestManifests checks.
+var installSources = []installSource{manifestsSource, chartSource()}
+
+// installManifests is installFrom(manifestsSource).
 func (c *cluster) installManifests() *installed {
 	c.t.Helper()
+	return c.installFrom(manifestsSource)
+}
+
+// installFrom applies an install (manifests/ or the chart) and
+// manifests/examples/ with a server-side dry-run, then everything of the
+// install for real except the Deployments (nothing here runs its pods;
+// tests run the binary themselves) and the webhook configurations, and
+// mints a token for the ServiceAccount.
+func (c *cluster) installFrom(src installSource) *installed {
+	c.t.Helper()
 	root := repoRoot(c.t)
-	objs := kustomizeBuild(c.t, filepath.Join(root, "manifests"))
+	objs := src.objects(c.t)
 	examples := readManifests(c.t, filepath.Join(root, "manifests", "examples"))
 	for _, o := range examples {
 		o.SetNamespace(c.ns)
@@ -263,17 +302,23 @@ func (c *cluster) installManifests() *installed {
 		c.t.Fatalf("manifests/examples/ has %d objects, want a Job and a Deployment", len(examples))
 	}
 	// A namespaced object cannot be dry-run into a namespace that does not
-	// exist yet: the namespaces go first, for real (kustomize puts them first).
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			c.apply(o, true)
-			c.apply(o, false)
-		}
+	// exist yet: the namespaces go first, for real (kustomize puts them
+	// first; helm install --create-namespace makes the chart's).
+	if len(objsOfKind(objs, "Namespace")) == 0 {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(systemNamespace)
+		c.apply(ns, false)
+	}
+	for _, o := range objsOfKind(objs, "Namespace") {
+		c.apply(o, true)
+		c.apply(o, false)
 	}
 	for _, o := range append(append([]*unstructured.Unstructured{}, objs...), examples...) {
 		c.apply(o, true)
 	}
-	m := &installed{objects: objs, examples: examples}
+	m := &installed{source: src.name, objects: objs, examples: examples}
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
@@ -292,16 +337,20 @@ func (c *cluster) installManifests() *installed {
 	}
 	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 4, "Role": 1, "RoleBinding": 2,
 		"ConfigMap": 2, "Deployment": 2, "Service": 3, "PodDisruptionBudget": 2,
-		"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "NetworkPolicy": 2} {
-		if kinds[kind] != n {
-			c.t.Errorf("manifests/ has %d %s objects, want %d", kinds[kind], kind, n)
+		"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "NetworkPolicy": 2, "Secret": 0} {
+		if want := n + src.kindDelta[kind]; kinds[kind] != want {
+			c.t.Errorf("%s has %d %s objects, want %d", src.name, kinds[kind], kind, want)
 		}
 	}
 	c.checkWebhookPolicy(m)
 	if m.schedulerConfig == "" {
-		c.t.Fatalf("manifests/ generates no ConfigMap %s with key %s", schedulerConfigCM, schedulerConfigFn)
+		c.t.Fatalf("%s has no ConfigMap %s with key %s", src.name, schedulerConfigCM, schedulerConfigFn)
 	}
-	m.restTLS = newTestCA(c.t).writeSecret(c.t, m.schedulerRESTHost(c))
+	if src.ownsTLS {
+		m.restTLS = writeSecretFiles(c.t, objs, schedulerTLSSecret)
+	} else {
+		m.restTLS = newTestCA(c.t).writeSecret(c.t, m.schedulerRESTHost(c))
+	}
 	// The API server's RBAC authorizer reads bindings from informers: wait
 	// until it has each of the four, so that the scheduler is not refused
 	// a request in the first milliseconds (which the test would take for a
@@ -420,7 +469,7 @@ func (m *installed) schedulerConfigFor(t *testing.T, leaderElection map[string]a
 			map[string]any{"restAddress": restAddress,
 				"restCertFile": filepath.Join(m.restTLS, "tls.crt"), "restKeyFile": filepath.Join(m.restTLS, "tls.key")})
 		if err != nil {
-			t.Fatalf("the scheduler config of manifests/: %v", err)
+			t.Fatalf("the scheduler config of %s: %v", m.source, err)
 		}
 		return out
 	}
