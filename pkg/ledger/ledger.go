@@ -2,7 +2,8 @@
 // once. The scheduler plugin and the simulator both charge pods through it,
 // so the simulator replays exactly what the scheduler does.
 //
-// Locking: Ledger.mu is taken before the ugm Manager's lock, never after.
+// Locking: Ledger.mu is taken before the ugm Manager's lock, never after,
+// and before its Observer's.
 package ledger
 
 import (
@@ -31,6 +32,25 @@ type Ledger struct {
 	mu   sync.Mutex
 	ugm  *ugm.Manager
 	pods map[string]*Charge
+	// observer is told every charge and release (nil: nobody).
+	observer Observer
+}
+
+// Observer is told each charge and release of the ledger, after ugm made
+// it, under the ledger's lock (so in the order they happened): the usage
+// history of fair order (pkg/fairshare). A resize is told as the release
+// of the old charge and the charge of the new one. It must not call the
+// ledger.
+type Observer interface {
+	Charged(req *ugm.Request)
+	Released(req *ugm.Request)
+}
+
+// Observe sets the ledger's observer; call it before the ledger is used.
+func (l *Ledger) Observe(o Observer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observer = o
 }
 
 // New returns an empty ledger charging m.
@@ -86,7 +106,11 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	if err != nil {
 		return nil, err
 	}
-	l.pods[pod] = &Charge{Pod: pod, Request: req, Forced: force}
+	c := &Charge{Pod: pod, Request: req, Forced: force}
+	l.pods[pod] = c
+	if l.observer != nil {
+		l.observer.Charged(&c.Request)
+	}
 	return over, nil
 }
 
@@ -102,7 +126,11 @@ func (l *Ledger) Release(pod string) (Charge, bool, error) {
 		return Charge{}, false, nil
 	}
 	delete(l.pods, pod)
-	return *c, true, l.ugm.Decrease(&c.Request)
+	err := l.ugm.Decrease(&c.Request)
+	if l.observer != nil {
+		l.observer.Released(&c.Request)
+	}
+	return *c, true, err
 }
 
 // Resize changes a live pod's charge to newResources (an in-place resize).
@@ -124,7 +152,13 @@ func (l *Ledger) Resize(pod string, newResources resources.Vector) (bool, error)
 	if err != nil && !errors.As(err, &over) {
 		return true, err
 	}
+	if l.observer != nil {
+		l.observer.Released(&c.Request)
+	}
 	c.Request.Resources = newResources.Clone()
+	if l.observer != nil {
+		l.observer.Charged(&c.Request)
+	}
 	return true, err
 }
 

@@ -135,3 +135,53 @@ func TestResize(t *testing.T) {
 		t.Fatalf("release after resize: %v, usage %d", err, rootCPU(l))
 	}
 }
+
+// tape records what the observer is told.
+type tape []string
+
+func (t *tape) Charged(r *ugm.Request)  { *t = append(*t, "+"+r.App.ID+" "+r.Resources.String()) }
+func (t *tape) Released(r *ugm.Request) { *t = append(*t, "-"+r.App.ID+" "+r.Resources.String()) }
+
+// TestObserver: the observer is told every charge (checked, forced, the
+// forced one under the key it was charged with) and release exactly once,
+// a resize as a release and a charge, and nothing that changed nothing.
+func TestObserver(t *testing.T) {
+	l := newLedger(t)
+	var got tape
+	l.Observe(&got)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(l.Allocate("p1", req("sue", "a", cpu(t, "1"))))
+	if err := l.Allocate("p2", req("sue", "a", cpu(t, "5"))); err == nil {
+		t.Fatal("over the limit")
+	}
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); err == nil {
+		t.Fatal("twice")
+	}
+	_, err := l.ForceAllocate("p3", req("bob", "b", cpu(t, "3")))
+	must(err)
+	_, err = l.ForceAllocate("p4", req("ann", "a", cpu(t, "1"))) // a's conflict: re-keyed
+	must(err)
+	if _, err := l.Resize("p1", cpu(t, "2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Resize("p1", cpu(t, "2")); err != nil { // no change
+		t.Fatal(err)
+	}
+	for _, p := range []string{"p1", "p1", "p3", "nope"} {
+		_, _, _ = l.Release(p)
+	}
+	want := tape{"+a cpu=1,pods=1", "+b cpu=3,pods=1", "+pod:p4 cpu=1,pods=1", "-a cpu=1,pods=1", "+a cpu=2,pods=1", "-a cpu=2,pods=1", "-b cpu=3,pods=1"}
+	if len(got) != len(want) {
+		t.Fatalf("told %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
