@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/userquota/userquota/pkg/fairshare"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -43,6 +44,7 @@ type Pod struct {
 	Obj any
 
 	block block
+	lane  *lane
 }
 
 // Order says how a leaf queue orders its applications (YuniKorn's
@@ -55,22 +57,231 @@ type Order interface {
 	Usage(app ugm.AppKey, queue string) float64
 }
 
+// Fair orders the held pods of a fair queue among their users or groups
+// (docs/fairness.md): fairshare.History. Its keys change only when it
+// says so (Changes), so the book's order never changes on its own.
+type Fair interface {
+	// Lane returns the history whose key orders a pod of req and that
+	// key; ok false when req's queue orders no users or groups.
+	Lane(req *ugm.Request) (k fairshare.Key, key float64, ok bool)
+	// Changes calls fn with each history whose key changed since the
+	// last call, and reports whether everything may have (a new config).
+	Changes(fn func(k fairshare.Key, key float64)) (reset bool)
+}
+
 // Book is the held pods, indexed by what holds them and ordered for
-// letting in: priority (highest first), then age (oldest first: creation,
-// then when first held), then key.
+// letting in: priority (highest first); in a fair queue (Fair) then the
+// key of the pod's user or group (lowest first); then age (oldest first:
+// creation, then when first held), then key.
+//
+// Within what holds them, pods are kept in lanes: a lane is the pods of
+// one priority and one user or group of a fair queue (all pods of that
+// priority outside fair queues share one lane), ordered by age; the
+// lanes are ordered by priority and key. When a key changes, its lanes
+// move, not its pods: the work of a release that changes a user's key is
+// bounded by that user's lanes (a few), not by the pods they hold.
 type Book struct {
 	pods    map[string]*Pod
-	byBlock map[block]*btree.BTreeG[*Pod]
+	byBlock map[block]*lanes
 	kinds   map[Kind]int
 	// starvation is how long a pod may wait before the room it needs is
 	// kept for it (0: never).
 	starvation time.Duration
+	// fair orders users and groups in fair queues (nil: nobody is);
+	// lanesOf finds the lanes of each history.
+	fair    Fair
+	lanesOf map[fairshare.Key]map[*lane]struct{}
+}
+
+// lanes are the pods held by one limit, lane by lane.
+type lanes struct {
+	tree *btree.BTreeG[*lane]
+	byID map[laneID]*lane
+	n    int
+}
+
+// laneID names a lane within its limit.
+type laneID struct {
+	priority int32
+	fair     bool
+	history  fairshare.Key
+}
+
+// lane is the pods of one priority and one history of a fair queue (or
+// of no fair queue), in age order.
+type lane struct {
+	laneID
+	// key is the history's key (0 outside fair queues).
+	key  float64
+	pods *btree.BTreeG[*Pod]
+	in   *lanes
+	of   block
+}
+
+// laneBefore orders lanes: priority, then key, then those outside fair
+// queues, then by history.
+func laneBefore(a, b *lane) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	if a.fair != b.fair {
+		return !a.fair
+	}
+	return historyBefore(a.history, b.history)
+}
+
+func historyBefore(a, b fairshare.Key) bool {
+	if a.Queue != b.Queue {
+		return a.Queue < b.Queue
+	}
+	if a.Group != b.Group {
+		return !a.Group
+	}
+	return a.Name < b.Name
 }
 
 // NewBook returns an empty book whose pods are starving after waiting
 // starvation (0: never).
 func NewBook(starvation time.Duration) *Book {
-	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*btree.BTreeG[*Pod]{}, kinds: map[Kind]int{}, starvation: starvation}
+	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, starvation: starvation,
+		lanesOf: map[fairshare.Key]map[*lane]struct{}{}}
+}
+
+// SetFair makes f order the users and groups of fair queues (nil: none),
+// every held pod by its key now.
+func (b *Book) SetFair(f Fair) {
+	b.fair = f
+	if f != nil {
+		f.Changes(func(fairshare.Key, float64) {})
+	}
+	b.relane()
+}
+
+// relane puts every held pod in its lane anew (a new config, a new Fair).
+func (b *Book) relane() {
+	b.byBlock = map[block]*lanes{}
+	clear(b.lanesOf)
+	for _, p := range b.pods {
+		b.insert(p)
+	}
+}
+
+// sync moves the lanes of the keys that changed since the last sync.
+func (b *Book) sync() {
+	if b.fair == nil {
+		return
+	}
+	reset := b.fair.Changes(func(k fairshare.Key, key float64) {
+		for l := range b.lanesOf[k] {
+			if l.key != key {
+				l.in.tree.Delete(l)
+				l.key = key
+				l.in.tree.ReplaceOrInsert(l)
+			}
+		}
+	})
+	if reset {
+		b.relane()
+	}
+}
+
+// laneOf is the lane a pod of req and priority goes in, and its key.
+func (b *Book) laneOf(req *ugm.Request, priority int32) (laneID, float64) {
+	id := laneID{priority: priority}
+	if b.fair == nil || req == nil {
+		return id, 0
+	}
+	k, key, ok := b.fair.Lane(req)
+	if !ok {
+		return id, 0
+	}
+	id.fair, id.history = true, k
+	return id, key
+}
+
+// insert puts p (its block set) in its lane.
+func (b *Book) insert(p *Pod) {
+	id, key := b.laneOf(p.Request, p.Priority)
+	ls := b.byBlock[p.block]
+	if ls == nil {
+		ls = &lanes{tree: btree.NewG(8, laneBefore), byID: map[laneID]*lane{}}
+		b.byBlock[p.block] = ls
+	}
+	l := ls.byID[id]
+	if l == nil {
+		l = &lane{laneID: id, key: key, pods: btree.NewG(8, inOrder), in: ls, of: p.block}
+		ls.byID[id] = l
+		ls.tree.ReplaceOrInsert(l)
+		if id.fair {
+			if b.lanesOf[id.history] == nil {
+				b.lanesOf[id.history] = map[*lane]struct{}{}
+			}
+			b.lanesOf[id.history][l] = struct{}{}
+		}
+	}
+	l.pods.ReplaceOrInsert(p)
+	p.lane = l
+	ls.n++
+}
+
+// unlink takes p out of its lane.
+func (b *Book) unlink(p *Pod) {
+	l := p.lane
+	if l == nil {
+		return
+	}
+	p.lane = nil
+	l.pods.Delete(p)
+	ls := l.in
+	ls.n--
+	if l.pods.Len() == 0 {
+		ls.tree.Delete(l)
+		delete(ls.byID, l.laneID)
+		if l.fair {
+			delete(b.lanesOf[l.history], l)
+			if len(b.lanesOf[l.history]) == 0 {
+				delete(b.lanesOf, l.history)
+			}
+		}
+	}
+	if ls.n == 0 && b.byBlock[l.of] == ls {
+		delete(b.byBlock, l.of)
+	}
+}
+
+// ascend calls fn with the pods held by k in the book's order until it
+// returns false.
+func (b *Book) ascend(k block, fn func(*Pod) bool) {
+	ls := b.byBlock[k]
+	if ls == nil {
+		return
+	}
+	ls.tree.Ascend(func(l *lane) bool {
+		more := true
+		l.pods.Ascend(func(p *Pod) bool {
+			more = fn(p)
+			return more
+		})
+		return more
+	})
+}
+
+// before reports whether a held pod comes before another pod (me, in
+// lane id and key) in the order of a limit.
+func before(p *Pod, id laneID, key float64, me *Pod) bool {
+	if p.lane != nil {
+		other := &lane{laneID: id, key: key}
+		if laneBefore(p.lane, other) {
+			return true
+		}
+		if laneBefore(other, p.lane) {
+			return false
+		}
+	}
+	return inOrder(p, me)
 }
 
 // inOrder is the book's order: priority, then age (creation, which
@@ -91,18 +302,14 @@ func inOrder(a, b *Pod) bool {
 // Hold records p as held (replacing an earlier entry of its key, whose
 // Since it keeps) and returns the earlier entry, nil when it was not held.
 func (b *Book) Hold(p *Pod, now time.Time) *Pod {
+	b.sync()
 	old := b.Remove(p.Key)
 	p.Since = now
 	if old != nil {
 		p.Since = old.Since
 	}
 	p.block = blockOf(p.Reason)
-	t := b.byBlock[p.block]
-	if t == nil {
-		t = btree.NewG(8, inOrder)
-		b.byBlock[p.block] = t
-	}
-	t.ReplaceOrInsert(p)
+	b.insert(p)
 	b.pods[p.Key] = p
 	b.kinds[KindOf(p.Reason)]++
 	return old
@@ -116,12 +323,7 @@ func (b *Book) Remove(key string) *Pod {
 		return nil
 	}
 	delete(b.pods, key)
-	if t := b.byBlock[p.block]; t != nil {
-		t.Delete(p)
-		if t.Len() == 0 {
-			delete(b.byBlock, p.block)
-		}
-	}
+	b.unlink(p)
 	k := KindOf(p.Reason)
 	if b.kinds[k]--; b.kinds[k] <= 0 {
 		delete(b.kinds, k)
@@ -141,11 +343,13 @@ func (b *Book) Kinds() map[Kind]int { return b.kinds }
 // Released returns the held pods a release of released may let in, in the
 // order they are to be tried: from each limit the release touched (its
 // user, groups, the queues on its path, its application) at most window
-// pods, first in the book's order; then, within a leaf queue, by the
-// queue's application order (fifo: the application whose oldest held pod
-// is oldest; fair: the application using least), then age. The work is
-// bounded by the limits touched and window, not by the pods held.
+// pods, first in the book's order; then, within a leaf queue, by the key
+// of their user or group (a fair queue), by the queue's application order
+// (fifo: the application whose oldest held pod is oldest; fair: the
+// application using least), then age. The work is bounded by the limits
+// touched and window, not by the pods held.
 func (b *Book) Released(released *ugm.Request, window int, order Order) []*Pod {
+	b.sync()
 	var out []*Pod
 	seen := map[string]bool{}
 	for _, k := range touched(released) {
@@ -158,6 +362,7 @@ func (b *Book) Released(released *ugm.Request, window int, order Order) []*Pod {
 // Blocked returns the held pods held by the same limit as p (p too), at
 // most window, in let-in order.
 func (b *Book) Blocked(p *Pod, window int, order Order) []*Pod {
+	b.sync()
 	out := b.collect(p.block, window, nil, map[string]bool{})
 	sortForLetIn(out, order)
 	return out
@@ -166,6 +371,7 @@ func (b *Book) Blocked(p *Pod, window int, order Order) []*Pod {
 // All returns every held pod in let-in order (a config change may let any
 // in).
 func (b *Book) All(order Order) []*Pod {
+	b.sync()
 	out := make([]*Pod, 0, len(b.pods))
 	for _, p := range b.pods {
 		out = append(out, p)
@@ -175,12 +381,8 @@ func (b *Book) All(order Order) []*Pod {
 }
 
 func (b *Book) collect(k block, window int, out []*Pod, seen map[string]bool) []*Pod {
-	t := b.byBlock[k]
-	if t == nil {
-		return out
-	}
 	n := 0
-	t.Ascend(func(p *Pod) bool {
+	b.ascend(k, func(p *Pod) bool {
 		if !seen[p.Key] {
 			seen[p.Key] = true
 			out = append(out, p)
@@ -192,11 +394,13 @@ func (b *Book) collect(k block, window int, out []*Pod, seen map[string]bool) []
 }
 
 // sortForLetIn orders pods: priority; then by leaf queue (path order, so
-// that a queue's pods are together); within a queue by its application
-// order; then age and key.
+// that a queue's pods are together); within a queue by the key of their
+// user or group (a fair queue: the keys the book's lanes hold), then by
+// its application order; then age and key.
 func sortForLetIn(pods []*Pod, order Order) {
 	type rank struct {
 		queue string
+		fair  float64
 		app   float64
 	}
 	oldest := map[ugm.AppKey]time.Time{}
@@ -211,6 +415,9 @@ func sortForLetIn(pods []*Pod, order Order) {
 	ranks := make(map[*Pod]rank, len(pods))
 	for _, p := range pods {
 		r := rank{}
+		if p.lane != nil {
+			r.fair = p.lane.key
+		}
 		if p.Request != nil {
 			r.queue = p.Request.Queue
 			switch {
@@ -231,6 +438,9 @@ func sortForLetIn(pods []*Pod, order Order) {
 		if ra.queue != rb.queue {
 			return ra.queue < rb.queue
 		}
+		if ra.fair != rb.fair {
+			return ra.fair < rb.fair
+		}
 		if ra.app != rb.app {
 			return ra.app < rb.app
 		}
@@ -244,24 +454,23 @@ const barrierScan = 64
 
 // Barrier returns the pod whose kept room a pod with key, req, priority
 // and creation would take, or nil: a held pod ahead of it in the order of
-// a limit req counts against, that waited longer than the starvation
-// wait and could fit once enough is released (the first such pod of the
-// limit, in the book's order). Its room is kept: nobody behind it is let
-// in on that limit until it is (YuniKorn's YUNIKORN-1185).
+// a limit req counts against (priority, its user's or group's key in a
+// fair queue, age), that waited longer than the starvation wait and could
+// fit once enough is released (the first such pod of the limit, in the
+// book's order). Its room is kept: nobody behind it is let in on that
+// limit until it is (YuniKorn's YUNIKORN-1185).
 func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, now time.Time) *Pod {
 	if b.starvation <= 0 || len(b.pods) == 0 {
 		return nil
 	}
+	b.sync()
 	cutoff := now.Add(-b.starvation)
 	me := &Pod{Key: key, Priority: priority, Created: created, Since: now}
+	id, mine := b.laneOf(req, priority)
 	for _, k := range touched(req) {
-		t := b.byBlock[k]
-		if t == nil {
-			continue
-		}
 		var head *Pod
 		n := 0
-		t.Ascend(func(p *Pod) bool {
+		b.ascend(k, func(p *Pod) bool {
 			if p.Request != nil && canEverFit(p.Reason) {
 				head = p
 				return false
@@ -269,7 +478,7 @@ func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, no
 			n++
 			return n < barrierScan
 		})
-		if head != nil && head.Key != key && head.Since.Before(cutoff) && inOrder(head, me) {
+		if head != nil && head.Key != key && head.Since.Before(cutoff) && before(head, id, mine, me) {
 			return head
 		}
 	}

@@ -7,6 +7,7 @@ package hold
 // leaf queue: the scheduling path needs none), so it is for an occasional
 // reader, such as the REST API, not for the scheduling path.
 func (b *Book) Queue(queue string, order Order) []*Pod {
+	b.sync()
 	var out []*Pod
 	for _, p := range b.pods {
 		if p.Request != nil && p.Request.Queue == queue {
