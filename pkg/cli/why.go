@@ -368,7 +368,7 @@ func printWhy(w io.Writer, e *dao.PodExplanation, pod *v1.Pod, now time.Time) er
 	}
 	switch {
 	case e.Held != nil:
-		printHeldExplanation(tw, line, e.Held, now)
+		printHeldExplanation(tw, line, e.Held, e.Queue, now)
 	case e.Charged != nil:
 		printCharge(tw, line, e, pod)
 	default:
@@ -378,7 +378,7 @@ func printWhy(w io.Writer, e *dao.PodExplanation, pod *v1.Pod, now time.Time) er
 	return tw.Flush()
 }
 
-func printHeldExplanation(tw io.Writer, line func(k, format string, args ...any), h *dao.HeldExplanation, now time.Time) {
+func printHeldExplanation(tw io.Writer, line func(k, format string, args ...any), h *dao.HeldExplanation, queue string, now time.Time) {
 	line("State", "Held by quota (%sLimit) since %s (%s ago)", h.Kind, h.Since.UTC().Format(time.RFC3339), ago(now, h.Since))
 	line("Held by", "%s", h.Reason)
 	if l := h.Limit; l != nil {
@@ -398,7 +398,7 @@ func printHeldExplanation(tw io.Writer, line func(k, format string, args ...any)
 		line("Gang", "%s: its whole minimum waits to fit at once", h.Gang)
 	}
 	if h.Position > 0 {
-		line("Place", "%d of %d held in its queue, in let-in order (priority, the queue's application order, age)", h.Position, h.QueueHeld)
+		line("Place", "%d of %d held in %s, in let-in order (priority, the queue's application order, age)", h.Position, h.QueueHeld, queue)
 	}
 	if l := h.LetIn; l != nil {
 		what := func(v int64) string {
@@ -408,7 +408,14 @@ func printHeldExplanation(tw io.Writer, line func(k, format string, args ...any)
 			return amount(l.Resource, v) + " " + l.Resource
 		}
 		need := l.Own + l.Ahead
-		line("Let in", "once %s is released on this limit (this pod %s; %d pod(s) ahead of it on the limit %s)", what(need), what(l.Own), l.AheadPods, what(l.Ahead))
+		ahead := "no pod is held ahead of it on the limit"
+		switch {
+		case l.AheadPods == 1:
+			ahead = "1 pod held ahead of it on the limit asks " + what(l.Ahead)
+		case l.AheadPods > 1:
+			ahead = fmt.Sprintf("%d pods held ahead of it on the limit ask %s", l.AheadPods, what(l.Ahead))
+		}
+		line("Let in", "once %s is released on this limit (this pod alone needs %s; %s)", what(need), what(l.Own), ahead)
 		first := true
 		for _, x := range l.Holders {
 			k := ""
@@ -444,7 +451,7 @@ func printHeldExplanation(tw io.Writer, line func(k, format string, args ...any)
 	a := est.Accuracy
 	where := fmt.Sprintf("%d estimates compared in %s by this scheduler", a.Compared, a.Scope)
 	if a.Scope == "simulator" {
-		where = fmt.Sprintf("%d estimates on the simulator's reference trace %s; this scheduler has not compared enough of its own yet", a.Compared, a.Reference)
+		where = fmt.Sprintf("%d estimates on the simulator's reference trace %s, docs/why-pending.md; this scheduler has not compared enough of its own yet", a.Compared, a.Reference)
 	}
 	line("Accuracy", "half of such estimates were off by at most %s, nine in ten by at most %s (%s)",
 		span(time.Duration(a.P50Seconds)*time.Second), span(time.Duration(a.P90Seconds)*time.Second), where)

@@ -52,7 +52,7 @@ var sue3 = dao.PodExplanation{Pod: "ns1/sue-3", State: dao.StateHeld, User: "sue
 		LetIn: &dao.LetIn{Resource: "cpu", Own: 1000, Ahead: 2000, AheadPods: 1, Holders: []dao.Holder{
 			{Pod: "ns1/sue-1", User: "sue", Pods: 1, Amount: 2000}, {Pod: dao.Hidden, Pods: 2, Amount: 2000}}},
 		Estimate: dao.Estimate{Known: true, At: whyNow, WaitSeconds: 180, Freed: 3000, Completions: 3, SpanSeconds: 180,
-			Accuracy: dao.Accuracy{Scope: "simulator", Compared: 1112, P50Seconds: 98, P90Seconds: 543, Reference: "testdata/estimates/churn.jsonl (docs/why-pending.md)"}}}}
+			Accuracy: dao.Accuracy{Scope: "simulator", Compared: 1112, P50Seconds: 98, P90Seconds: 543, Reference: "testdata/estimates/churn.jsonl"}}}}
 
 // sue1 is the explanation of sue's running pod, borrowing.
 var sue1 = dao.PodExplanation{Pod: "ns1/sue-1", State: dao.StateRunning, User: "sue", Queue: "root.shared.a", Application: "ns1/train",
@@ -134,12 +134,12 @@ Request:    cpu 1, memory 2Gi, pods 1
 State:      Held by quota (UserLimit) since 2026-11-26T10:04:00Z (3m0s ago)
 Held by:    user "sue" would exceed maxresources in root.sandbox: cpu 4+1 > 4
 Limit:      user sue in root.sandbox, cpu: 4 used + 1 asked > 4 max
-Place:      2 of 3 held in its queue, in let-in order (priority, the queue's application order, age)
-Let in:     once 3 cpu is released on this limit (this pod 1 cpu; 1 pod(s) ahead of it on the limit 2 cpu)
+Place:      2 of 3 held in root.sandbox, in let-in order (priority, the queue's application order, age)
+Let in:     once 3 cpu is released on this limit (this pod alone needs 1 cpu; 1 pod held ahead of it on the limit asks 2 cpu)
 Holding it: ns1/sue-1 (sue): 2 cpu
             2 pod(s) of other users: 2 cpu
 When:       in about 3m0s (around 10:10 UTC), from 3 cpu freed by 3 completion(s) on this limit over the last 3m0s
-Accuracy:   half of such estimates were off by at most 1m38s, nine in ten by at most 9m3s (1112 estimates on the simulator's reference trace testdata/estimates/churn.jsonl (docs/why-pending.md); this scheduler has not compared enough of its own yet)
+Accuracy:   half of such estimates were off by at most 1m38s, nine in ten by at most 9m3s (1112 estimates on the simulator's reference trace testdata/estimates/churn.jsonl, docs/why-pending.md; this scheduler has not compared enough of its own yet)
 Why:        Held by quota: user "sue" would exceed maxresources in root.sandbox: cpu 4+1 > 4
 `},
 		{name: "flags after the pod, and pod/NAME", token: "t-sue", args: []string{"why", "pod/sue-3", "-n", "ns1", "-o", "json"}},

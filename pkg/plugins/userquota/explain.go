@@ -180,7 +180,11 @@ func (pl *Plugin) explainPending(e *dao.PodExplanation, pod *v1.Pod, v rest.View
 	}
 	est, inQueue, overall, now := pl.waits.estimate(p.Key, e.Queue, r, own, ahead)
 	h.Estimate = dao.Estimate{At: now.UTC(), Known: est.Unknown == "", Unknown: est.Unknown,
-		Freed: est.Freed, Completions: est.Completions, SpanSeconds: int64(est.Span / time.Second)}
+		Freed: est.Freed, Completions: est.Completions}
+	if est.Completions > 0 {
+		// Under a second reads as one, as the rate counts it.
+		h.Estimate.SpanSeconds = max(seconds(est.Span), 1)
+	}
 	if h.Estimate.Known {
 		h.Estimate.WaitSeconds = int64((est.Wait + time.Second/2) / time.Second)
 	}
@@ -258,7 +262,7 @@ func accuracyOf(queue string, inQueue, overall estimate.Summary) dao.Accuracy {
 		return dao.Accuracy{Scope: "all queues", Compared: overall.Compared, P50Seconds: seconds(overall.P50), P90Seconds: seconds(overall.P90)}
 	}
 	return dao.Accuracy{Scope: "simulator", Compared: estimate.ReferenceCompared, P50Seconds: seconds(estimate.ReferenceP50),
-		P90Seconds: seconds(estimate.ReferenceP90), Reference: estimate.ReferenceTrace + " (docs/why-pending.md)"}
+		P90Seconds: seconds(estimate.ReferenceP90), Reference: estimate.ReferenceTrace}
 }
 
 func seconds(d time.Duration) int64 { return int64((d + time.Second/2) / time.Second) }

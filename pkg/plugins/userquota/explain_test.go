@@ -103,7 +103,7 @@ var (
 // compared estimates of its own.
 var reference = dao.Accuracy{Scope: "simulator", Compared: estimate.ReferenceCompared,
 	P50Seconds: int64(estimate.ReferenceP50 / time.Second), P90Seconds: int64(estimate.ReferenceP90 / time.Second),
-	Reference: estimate.ReferenceTrace + " (docs/why-pending.md)"}
+	Reference: estimate.ReferenceTrace}
 
 // TestWhy: what each pod's explanation says, and to whom.
 func TestWhy(t *testing.T) {
