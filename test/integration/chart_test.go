@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -443,4 +444,78 @@ func verifyCert(t *testing.T, what string, certPEM, caPEM []byte, host string) {
 	if _, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		t.Errorf("%s: its certificate does not verify for %s: %v", what, host, err)
 	}
+}
+
+// TestChartUpgradeKeepsCertificates: helm install and helm upgrade of the
+// chart on a real API server, as docs/install.md describes them. The
+// install makes the self-signed CA and certificates; an upgrade (here of
+// the replicas) keeps them (the chart reads its Secrets back with lookup),
+// so the webhooks' caBundle still verifies the running webhook; after both
+// Secrets are deleted, an upgrade makes a new CA and puts it in the
+// caBundle (the renewal docs/install.md gives).
+func TestChartUpgradeKeepsCertificates(t *testing.T) {
+	helmBinary(t)
+	c := newCluster(t, 0)
+	base := []string{"--namespace", systemNamespace, "--kubeconfig", c.kubeconfig}
+	helm(t, append([]string{"install", chartRelease, chartDir, "--create-namespace"}, base...)...)
+	first := c.installedTLS()
+	verifyCert(t, webhookTLSSecret, first[webhookTLSSecret]["tls.crt"], first["caBundle"][""], "userquota-webhook."+systemNamespace+".svc")
+
+	helm(t, append([]string{"upgrade", chartRelease, chartDir, "--set", "scheduler.replicas=3"}, base...)...)
+	d, err := c.client.AppsV1().Deployments(systemNamespace).Get(c.ctx, "userquota-scheduler", metav1.GetOptions{})
+	if err != nil || *d.Spec.Replicas != 3 {
+		t.Fatalf("after helm upgrade --set scheduler.replicas=3: %v, %v", d.Spec.Replicas, err)
+	}
+	if diff := cmp.Diff(first, c.installedTLS()); diff != "" {
+		t.Errorf("helm upgrade changed the certificates or the caBundle (-install,+upgrade):\n%s", diff)
+	}
+
+	for _, name := range []string{webhookTLSSecret, schedulerTLSSecret} {
+		if err := c.client.CoreV1().Secrets(systemNamespace).Delete(c.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	helm(t, append([]string{"upgrade", chartRelease, chartDir, "--reuse-values"}, base...)...)
+	renewed := c.installedTLS()
+	if string(renewed["caBundle"][""]) == string(first["caBundle"][""]) {
+		t.Errorf("the Secrets deleted, helm upgrade kept the old CA")
+	}
+	verifyCert(t, webhookTLSSecret, renewed[webhookTLSSecret]["tls.crt"], renewed["caBundle"][""], "userquota-webhook."+systemNamespace+".svc")
+	verifyCert(t, schedulerTLSSecret, renewed[schedulerTLSSecret]["tls.crt"], renewed[schedulerTLSSecret]["ca.crt"], "userquota-scheduler-rest."+systemNamespace+".svc")
+}
+
+// installedTLS reads back the chart's two TLS Secrets and the caBundle of
+// every webhook (under "caBundle"; all must be the same).
+func (c *cluster) installedTLS() map[string]map[string][]byte {
+	c.t.Helper()
+	out := map[string]map[string][]byte{}
+	for _, name := range []string{webhookTLSSecret, schedulerTLSSecret} {
+		s, err := c.client.CoreV1().Secrets(systemNamespace).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		out[name] = s.Data
+	}
+	var bundles [][]byte
+	mw, err := c.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(c.ctx, "userquota-webhook", metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, w := range mw.Webhooks {
+		bundles = append(bundles, w.ClientConfig.CABundle)
+	}
+	vw, err := c.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(c.ctx, "userquota-webhook", metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, w := range vw.Webhooks {
+		bundles = append(bundles, w.ClientConfig.CABundle)
+	}
+	for _, b := range bundles {
+		if string(b) != string(bundles[0]) {
+			c.t.Fatalf("the webhooks carry different caBundles")
+		}
+	}
+	out["caBundle"] = map[string][]byte{"": bundles[0]}
+	return out
 }

@@ -69,6 +69,20 @@ and always makes new ones).
 {{- end -}}
 {{- end }}
 
+{{/*
+userquota.checkKubeVersion: API servers from 1.35 on (kube-scheduler v1.35's
+version-skew policy; pods/resize, which the webhook checks, is GA in 1.35).
+An API server built without version stamps (v0.0.0-master: Kubernetes
+from source, as in our integration tests) says nothing of its version and
+is let through.
+*/}}
+{{- define "userquota.checkKubeVersion" -}}
+{{- $v := .Capabilities.KubeVersion.Version -}}
+{{- if and (not (hasPrefix "v0.0.0-" $v)) (not (semverCompare ">=1.35.0-0" $v)) -}}
+{{- fail (printf "Kubernetes %s: userquota-scheduler needs an API server at 1.35 or newer (docs/install.md)" $v) -}}
+{{- end -}}
+{{- end }}
+
 {{- define "userquota.checkTLSMode" -}}
 {{- if not (has .Values.tls.mode (list "selfSigned" "certManager" "provided")) -}}
 {{- fail (printf "tls.mode %q: want selfSigned, certManager or provided" .Values.tls.mode) -}}
