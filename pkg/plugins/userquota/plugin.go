@@ -23,6 +23,8 @@
 //	elasticQuotas.mu -> capacity.mu
 //	gangFinder.mu -> ledger.mu, ugm.Manager.mu, gangBook.mu (each alone)
 //	holds.mu -> waits.mu (the let-in hook)
+//	ledger.mu -> fairshare.History.mu (the ledger's observer)
+//	holds.mu -> fairshare.History.mu (the book's order)
 //
 // holds.mu, gangBook.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu,
 // capacity.mu and pendingPods.mu are taken alone otherwise: never while calling the
@@ -48,6 +50,7 @@ import (
 	"k8s.io/utils/clock"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/userquota/userquota/pkg/fairshare"
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/shares"
@@ -93,6 +96,10 @@ type Plugin struct {
 	// bookkeeping.
 	evaluator *preemption.Evaluator
 	reclaim   *reclaimBook
+	// fair is the usage history that orders fair queues, fairStore its
+	// ConfigMaps (fairshare.go).
+	fair      *fairshare.History
+	fairStore *fairShareStore
 }
 
 // New is the plugin factory registered with the scheduler.
@@ -133,6 +140,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		waits:   newWaits(c),
 	}
 	pl.held.onLetIn = pl.waits.letIn
+	pl.newFairShare(c)
 	pl.elastic.request = func(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
 		return pl.podRequest(pod, cfg, pl.queues())
 	}
@@ -160,6 +168,10 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err := pl.startConfigInformer(ctx); err != nil {
 		return nil, err
 	}
+	// Before the pod handler charges the running pods.
+	if err := pl.startFairShare(ctx, func() bool { ok, _ := leader(); return ok }); err != nil {
+		return nil, err
+	}
 	// Before the pod handler: it reads Workloads.
 	if err := pl.startGangObjects(ctx, pgc); err != nil {
 		return nil, err
@@ -175,6 +187,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	go pl.audit.run(ctx)
 	go pl.status.run(ctx)
 	go pl.startUp(ctx)
+	go pl.runFairShare(ctx)
 	if err := pl.startObservability(ctx, leader); err != nil {
 		return nil, err
 	}
