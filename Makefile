@@ -124,9 +124,30 @@ bench-scheduler: build ## throughput (1000 nodes, 10000 pods, 4 cases incl. the 
 	cd test/perf && $(GO) test -count=1 -timeout=1h -run='^TestRecovery$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(BENCH_OUT)) -nodes=1000 -users=1000 -queues=100 -recovery-pods=100000 -recovery-runs=3
 
+# The scale shape (issue "Scale to where users are"; docs/throughput.md
+# "At scale"): 5,000 nodes, 50,000 pods of 10,000 users in 1,000 leaf
+# queues under a three-level tree with user and group limits on every
+# level. Hours on 2 cores; not part of `make test` (the smoke runs a
+# three-level tree). SCALE_RUNS runs of every case, interleaved.
+SCALE_OUT   ?= _output/bench-scale
+SCALE_RUNS  ?= 3
+SCALE_SHAPE  = -nodes=5000 -users=10000 -queues=1000 -levels=3 -groups=20 -run-timeout=45m
+
+.PHONY: bench-scale
+
+bench-scale: build ## the scale shape: 5000 nodes, 50000 pods of 10000 users in 1000 leaf queues (3 levels): throughput (4 cases), backlog vs floor (3 cases), recovery at 50000 bound pods, SCALE_RUNS each, into SCALE_OUT (hours)
+	mkdir -p $(SCALE_OUT)
+	cd test/perf && $(GO) test -count=1 -timeout=8h -run='^TestThroughput$$' -args $(PERF_BIN) \
+	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -pods=50000 -runs=$(SCALE_RUNS) -case=baseline,userquota,refused,control
+	cd test/perf && $(GO) test -count=1 -timeout=8h -run='^TestBacklog$$' -args $(PERF_BIN) \
+	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -backlog-pods=50000 -backlog-held=0.8 -runs=$(SCALE_RUNS) \
+	  -case=backlog,floor,floor-control
+	cd test/perf && $(GO) test -count=1 -timeout=4h -run='^TestRecovery$$' -args $(PERF_BIN) \
+	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -recovery-pods=50000 -recovery-runs=$(SCALE_RUNS)
+
 bench-scheduler-smoke: build ## the benchmark harness on 100 nodes: throughput (1000 pods, 3 cases), backlog and floor (1000 pods, 800 held), 2000-pod recovery, one run each (CI smoke, no timing assertion)
 	cd test/perf && $(GO) test -count=1 -timeout=10m -run='^(TestWorkload|TestThroughput|TestBacklog|TestRecovery)$$' -args $(PERF_BIN) \
-	  -out=$(abspath $(BENCH_OUT))-smoke -nodes=100 -pods=1000 -users=100 -queues=10 -runs=1 -warmup=false \
+	  -out=$(abspath $(BENCH_OUT))-smoke -nodes=100 -pods=1000 -users=100 -queues=10 -levels=3 -runs=1 -warmup=false \
 	  -case=baseline,userquota,refused,backlog,floor -backlog-pods=1000 -backlog-held=0.8 -status-qps=5000 \
 	  -recovery-pods=2000 -recovery-runs=1
 

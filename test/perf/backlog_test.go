@@ -50,7 +50,7 @@ func TestBacklog(t *testing.T) {
 	n := *backlogPods
 	held := int(float64(n)**backlogHeld + 0.5)
 	admitted := n - held
-	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag}
+	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag, levels: *levelsFlag}
 	if held <= 0 || admitted < w.users {
 		t.Fatalf("-backlog-pods=%d -backlog-held=%g: %d held, %d admitted; want some held and at least one admitted pod per user (%d users)", n, *backlogHeld, held, admitted, w.users)
 	}

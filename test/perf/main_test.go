@@ -46,6 +46,7 @@ var (
 	usersFlag    = flag.Int("users", 1000, "users the pods belong to (round robin)")
 	queuesFlag   = flag.Int("queues", 100, "leaf queues under root; users are spread evenly over them")
 	groupsFlag   = flag.Int("groups", 20, "groups (each user is in one)")
+	levelsFlag   = flag.Int("levels", 1, "depth of the queue tree below root: 1 puts the -queues leaves under root; 3 puts them under two tiers of parents, each with a user and a group limit (make bench-scale)")
 	runsFlag     = flag.Int("runs", 3, "runs of every case, interleaved")
 	casesFlag    = flag.String("case", "", "cases to run, comma separated; each test runs those of its own: TestThroughput baseline, userquota, refused, control (the baseline again, an A/A comparison), default "+defaultThroughputCases+"; TestBacklog backlog, floor, floor-control (the floor again), default "+defaultBacklogCases)
 	atLimitFlag  = flag.Float64("at-limit", 0.2, "refused case: the fraction of users whose limit admits half of their pods")

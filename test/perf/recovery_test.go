@@ -42,7 +42,7 @@ func TestRecovery(t *testing.T) {
 	// At most 100 bound pods a node (110 fit), so the probe always fits.
 	nodes := max(*nodesFlag, (n+99)/100)
 	c := newCluster(t, "perf-recovery", nodes)
-	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag}
+	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag, levels: *levelsFlag}
 	c.setQueueConfig(w.queueConfig(n, 0))
 	created := c.createPods(w, n, func(i int, pod *v1.Pod) { pod.Spec.NodeName = fmt.Sprintf("node-%04d", i%nodes) })
 	serverRSS := procRSS(os.Getpid())

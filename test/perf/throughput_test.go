@@ -98,7 +98,7 @@ func TestThroughput(t *testing.T) {
 		t.Skip("run with -perf (make bench-scheduler)")
 	}
 	cs := cases(t, false)
-	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag}
+	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag, levels: *levelsFlag}
 	c := newCluster(t, "perf-throughput", *nodesFlag)
 	env := describeMachine()
 	fmt.Printf("machine: %s\n", env)

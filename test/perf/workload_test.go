@@ -19,6 +19,7 @@ func TestWorkload(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
 		users, queues, pods  int
+		levels               int
 		fraction             float64
 		admitted             int // > 0: the backlog config
 		wantRefused, wantApp int
@@ -30,9 +31,14 @@ func TestWorkload(t *testing.T) {
 		{name: "bench backlog", users: 1000, queues: 100, pods: 50000, admitted: 10000, wantRefused: 40000, wantApp: 2000},
 		{name: "smoke backlog", users: 100, queues: 10, pods: 1000, admitted: 200, wantRefused: 800, wantApp: 200},
 		{name: "uneven backlog", users: 7, queues: 3, pods: 25, admitted: 10, wantRefused: 15, wantApp: 14},
+		{name: "scale loose", users: 10000, queues: 1000, levels: 3, pods: 50000, wantApp: 20000},
+		{name: "scale refused", users: 10000, queues: 1000, levels: 3, pods: 50000, fraction: 0.2, wantRefused: 6000, wantApp: 20000},
+		{name: "scale backlog", users: 10000, queues: 1000, levels: 3, pods: 50000, admitted: 10000, wantRefused: 40000, wantApp: 20000},
+		{name: "smoke three levels", users: 100, queues: 10, levels: 3, pods: 1000, fraction: 0.2, wantRefused: 100, wantApp: 200},
+		{name: "uneven three levels", users: 7, queues: 5, levels: 3, pods: 25, admitted: 10, wantRefused: 15, wantApp: 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := workload{users: tc.users, queues: tc.queues, groups: 20}
+			w := workload{users: tc.users, queues: tc.queues, groups: 20, levels: tc.levels}
 			text := w.queueConfig(tc.pods, tc.fraction)
 			if tc.admitted > 0 {
 				text = w.backlogConfig(tc.admitted)
@@ -62,6 +68,9 @@ func TestWorkload(t *testing.T) {
 					t.Fatalf("backlog: pod %d (past the first %d) admitted", i, tc.admitted)
 				}
 			}
+			if got := leafDepths(cfg.Partition("default").Root); tc.levels > 1 && (len(got) != 1 || got[tc.levels+1] != tc.queues) {
+				t.Errorf("leaves by depth %v, want %d at depth %d", got, tc.queues, tc.levels+1)
+			}
 			if refused != tc.wantRefused || len(apps) != tc.wantApp {
 				t.Errorf("refused %d pods of %d applications, want %d of %d", refused, len(apps), tc.wantRefused, tc.wantApp)
 			}
@@ -87,4 +96,22 @@ func requestOf(t *testing.T, w workload, i int) ugm.Request {
 		App:       ugm.AppKey{Namespace: pod.Namespace, ID: pod.Labels[podmeta.LabelAppID]},
 		Resources: v,
 	}
+}
+
+// leafDepths counts the leaf queues of the tree under q by depth (root is
+// depth 1).
+func leafDepths(q *queueconfig.Queue) map[int]int {
+	out := map[int]int{}
+	var walk func(q *queueconfig.Queue, depth int)
+	walk = func(q *queueconfig.Queue, depth int) {
+		if len(q.Children) == 0 {
+			out[depth]++
+			return
+		}
+		for _, c := range q.Children {
+			walk(c, depth+1)
+		}
+	}
+	walk(q, 1)
+	return out
 }
