@@ -390,8 +390,19 @@ func printHeldExplanation(tw io.Writer, line func(k, format string, args ...any)
 			if l.Admitted > 0 {
 				admitted = fmt.Sprintf(" (%s of it let in, not running yet)", amount(l.Resource, l.Admitted))
 			}
-			line("Limit", "%s %s in %s, %s: %s used%s + %s asked > %s max", l.Who, l.Name, l.Queue, l.Resource,
-				amount(l.Resource, l.Usage), admitted, amount(l.Resource, l.Request), amount(l.Resource, l.Max))
+			who := fmt.Sprintf("%s %s in %s", l.Who, l.Name, l.Queue)
+			if l.Who == "queue" {
+				who = "queue " + l.Queue
+			}
+			max := "max"
+			switch l.Limit {
+			case "share":
+				max = "its share now"
+			case "guaranteed":
+				max = "guaranteed (for non-preemptible pods)"
+			}
+			line("Limit", "%s, %s: %s used%s + %s asked > %s %s", who, l.Resource,
+				amount(l.Resource, l.Usage), admitted, amount(l.Resource, l.Request), amount(l.Resource, l.Max), max)
 		}
 	}
 	if h.Gang != "" {
@@ -489,7 +500,10 @@ func printCharge(tw io.Writer, line func(k, format string, args ...any), e *dao.
 		to += " (charged as found running: not checked against the limits)"
 	}
 	line("Charged to", "%s", to)
-	if len(ch.Borrowing) == 0 {
+	switch {
+	case !ch.Elastic:
+		line("Borrows", "no: no queue on its path has elastic quota (nothing is lent to it)")
+	case len(ch.Borrowing) == 0:
 		line("Borrows", "no: its queues use no more than their guaranteed shares of what it holds")
 	}
 	for i, b := range ch.Borrowing {
@@ -512,11 +526,11 @@ func printCharge(tw io.Writer, line func(k, format string, args ...any), e *dao.
 	case !ch.Preemptible:
 		line("Reclaim", "never: it is not preemptible (userquota.io/preemptible: \"false\")")
 	case ch.Reclaimable:
-		line("Reclaim", "it may be preempted to give lent capacity back: a queue on its path uses more than its share")
+		line("Reclaim", "yes: a queue on its path uses more than its share of what it holds, so a pod of a queue within its share that finds no node may preempt it (docs/reclaim.md)")
 	case len(ch.Borrowing) > 0:
-		line("Reclaim", "not now (its queues are within their shares); it may be if the lending queues want their capacity back")
+		line("Reclaim", "not now: its queues are within their shares; when the lending queues want their capacity back, their shares grow, and then it may be preempted")
 	default:
-		line("Reclaim", "no: it runs within its queues' guaranteed shares")
+		line("Reclaim", "no: it uses no lent capacity (a pod of higher priority in its own queue may still preempt it, as kube-scheduler's preemption would)")
 	}
 }
 

@@ -58,7 +58,7 @@ var sue3 = dao.PodExplanation{Pod: "ns1/sue-3", State: dao.StateHeld, User: "sue
 var sue1 = dao.PodExplanation{Pod: "ns1/sue-1", State: dao.StateRunning, User: "sue", Queue: "root.shared.a", Application: "ns1/train",
 	Request: map[string]int64{"cpu": 2000, "pods": 1}, Message: `Running on node-1, charged to user "sue" in queue root.shared.a.`,
 	Charged: &dao.ChargeExplanation{User: "sue", Group: "dev", Queue: "root.shared.a", Application: "ns1/train",
-		Resources: map[string]int64{"cpu": 2000, "pods": 1}, Preemptible: true, Reclaimable: true,
+		Resources: map[string]int64{"cpu": 2000, "pods": 1}, Preemptible: true, Elastic: true, Reclaimable: true,
 		Borrowing: []dao.Borrow{{Queue: "root.shared.a", Resource: "cpu", Usage: 6000, Guaranteed: 4000, Share: 5000, OverShare: true}}}}
 
 // whyServer is the REST API over a fake plugin: sue owns sue-3 and sue-1;
@@ -150,7 +150,7 @@ Request:    cpu 2, pods 1
 State:      Running on node-1
 Charged to: user sue, group dev, queue root.shared.a, application ns1/train
 Borrows:    root.shared.a uses 6 cpu, guaranteed 4, share now 5, over its share
-Reclaim:    it may be preempted to give lent capacity back: a queue on its path uses more than its share
+Reclaim:    yes: a queue on its path uses more than its share of what it holds, so a pod of a queue within its share that finds no node may preempt it (docs/reclaim.md)
 Why:        Running on node-1, charged to user "sue" in queue root.shared.a.
 `},
 		{name: "a pod that does not exist", token: "t-sue", args: []string{"why", "nope"}, code: 1,

@@ -20,7 +20,8 @@ import (
 	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
-// whyConfig: each user may run 2 cpu in root.team.
+// whyConfig: each user may run 2 cpu in root.team; root.shared holds 3
+// cpu for everyone.
 const whyConfig = `
 partitions:
   - name: default
@@ -32,6 +33,9 @@ partitions:
               - limit: each user
                 users: ["*"]
                 maxresources: {vcore: 2}
+          - name: shared
+            resources:
+              max: {vcore: 3}
 `
 
 // TestWhyPending (issue 22): behind the real API server with RBAC on and
@@ -51,7 +55,7 @@ func TestWhyPending(t *testing.T) {
 	server := "https://" + restAddr
 
 	annToken, ann := c.plainServiceAccount("ann")
-	bobToken, _ := c.plainServiceAccount("bob")
+	bobToken, bob := c.plainServiceAccount("bob")
 	adminToken, admin := c.plainServiceAccount("admin")
 	// ann and bob may read pods in the test's namespace; admin has the
 	// REST API's reader role (docs/api.md, "Access control").
@@ -73,6 +77,11 @@ func TestWhyPending(t *testing.T) {
 	c.waitBound("ann-1", bindTimeout)
 	c.createPod(podSpec{name: "ann-2", user: ann, queue: "root.team", cpu: "1"})
 	c.waitRefused("ann-2", "would exceed maxresources in root.team")
+	// In root.shared bob's pod holds the room ann's waits for.
+	c.createPod(podSpec{name: "bob-1", user: bob, queue: "root.shared", app: "bob-secret-project", cpu: "2"})
+	c.waitBound("bob-1", bindTimeout)
+	c.createPod(podSpec{name: "ann-3", user: ann, queue: "root.shared", cpu: "2"})
+	c.waitRefused("ann-3", "queue root.shared would exceed max")
 
 	why := func(token string, args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
@@ -112,6 +121,33 @@ func TestWhyPending(t *testing.T) {
 		}
 	}
 
+	// Held by the queue's max: bob's pod holds the room, counted, not
+	// named; her running pod: what it is charged to.
+	for _, tc := range []struct {
+		pod  string
+		want []string
+	}{
+		{"ann-3", []string{"Held by:    queue root.shared would exceed max: cpu 2+2 > 3", "Limit:      queue root.shared, cpu: 2 used + 2 asked > 3 max",
+			"Holding it: 1 pod(s) of other users: 2 cpu",
+			"When:       cannot be estimated: too few completions seen on this limit"}},
+		{"ann-1", []string{"State:      Running on node-0", fmt.Sprintf("Charged to: user %s, queue root.team, application %s/", ann, c.ns),
+			"Borrows:    no: no queue on its path has elastic quota", "Reclaim:    no: it uses no lent capacity"}},
+	} {
+		code, out, errOut := why(annToken, tc.pod)
+		t.Logf("kubectl userquota why %s, as %s:\n%s", tc.pod, ann, out)
+		if code != 0 {
+			t.Errorf("why %s: exit %d: %s", tc.pod, code, errOut)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("why %s lacks %q", tc.pod, want)
+			}
+		}
+		if strings.Contains(out, "bob") {
+			t.Errorf("why %s names bob or his pod to ann", tc.pod)
+		}
+	}
+
 	// Bad input: one line, exit 1, nothing on stdout.
 	for _, tc := range []struct {
 		name, token string
@@ -126,6 +162,7 @@ func TestWhyPending(t *testing.T) {
 			"kubectl userquota: you may not read pods in namespace \"kube-system\"\n"},
 	} {
 		code, out, errOut := why(tc.token, tc.args...)
+		t.Logf("%s: exit %d: %s", tc.name, code, errOut)
 		if code != 1 || out != "" || errOut != tc.stderr {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1, nothing, %q", tc.name, code, out, errOut, tc.stderr)
 		}
@@ -147,13 +184,16 @@ func TestWhyPending(t *testing.T) {
 		t.Errorf("bob on ann's pod: %d %s; on a pod that does not exist: %d %s; want the same 404", codeOther, bodyOther, codeNone, bodyNone)
 	}
 	// The admin sees ann's pod, and the queue's line.
-	if code, body := get(whyPath+c.ns+"/ann-2", adminToken); code != http.StatusOK || !strings.Contains(body, `"state":"Held"`) {
-		t.Errorf("the admin on ann's pod: %d %s, want 200", code, body)
+	if code, body := get(whyPath+c.ns+"/ann-3", adminToken); code != http.StatusOK || !strings.Contains(body, `"state":"Held"`) ||
+		!strings.Contains(body, c.ns+"/bob-1") {
+		t.Errorf("the admin on ann's pod: %d %s, want 200 naming bob's pod", code, body)
+	} else {
+		t.Logf("GET %s%s/ann-3 as %s: %s", whyPath, c.ns, admin, body)
 	}
 	const heldPath = "/ws/v1/partition/default/queue/root.team/held"
 	code, body := get(heldPath, adminToken)
 	var held dao.HeldPods
-	if err := json.Unmarshal([]byte(body), &held); code != http.StatusOK || err != nil || held.Total != 1 || held.Pods[0].Pod != c.ns+"/ann-2" || held.Pods[0].Position != 1 {
+	if err := json.Unmarshal([]byte(body), &held); code != http.StatusOK || err != nil || held.Total != 1 || len(held.Pods) != 1 || held.Pods[0].Pod != c.ns+"/ann-2" || held.Pods[0].Position != 1 {
 		t.Errorf("the admin on root.team's line: %d %s, want ann-2 first of 1", code, body)
 	}
 	if code, body := get(heldPath, annToken); code != http.StatusForbidden {

@@ -88,6 +88,7 @@ func (pl *Plugin) explainBound(e *dao.PodExplanation, pod *v1.Pod) {
 		if !ok {
 			continue
 		}
+		ch.Elastic = true
 		for _, id := range resourceIDs(req.Resources) {
 			usage, guaranteed := eq.Usage.Get(id), eq.Share.Guaranteed.Get(id)
 			if usage <= guaranteed {

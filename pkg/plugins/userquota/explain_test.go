@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/userquota/userquota/pkg/estimate"
@@ -298,5 +299,46 @@ func TestHeldPods(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"root.sandbox": 3, "root.team": 1}, e.pl.held.queueCounts()); diff != "" {
 		t.Errorf("queueCounts (-want,+got):\n%s", diff)
+	}
+}
+
+// TestWhyBorrowing: a running pod of an elastic queue using more than
+// its guaranteed share borrows; once the lender's pods come and its
+// queue's share shrinks below what it uses, it may be reclaimed; a
+// non-preemptible one never.
+func TestWhyBorrowing(t *testing.T) {
+	e := newEnv(t, envOptions{config: elasticConfig, objects: []runtime.Object{readyNode(testNode, "4")}})
+	e.waitFor("the first share table", func() bool { return e.pl.ugm.Shares() != nil })
+	run := userPod("b-run", "bob", "", "root.b", "2")
+	more := userPod("b-more", "bob", "", "root.b", "1")
+	more.Labels[podmeta.LabelPreemptible] = "false"
+	for _, p := range []*v1.Pod{run, more} {
+		e.bind(p)
+		e.waitFor(p.Name+" charged", func() bool { return e.pl.isCharged(p.UID) })
+	}
+	e.waitFor("b's share to cover its 3 cpu", func() bool { return runtimeCPU(e.pl, "root.b") == 3000 })
+	charge := func(name string) *dao.ChargeExplanation {
+		got, err := e.pl.why("ns1", name, admin)
+		if err != nil || got.Charged == nil {
+			t.Fatalf("why %s: %v, %+v", name, err, got)
+		}
+		return got.Charged
+	}
+	borrow := func(share int64) []dao.Borrow {
+		return []dao.Borrow{{Queue: "root.b", Resource: "cpu", Usage: 3000, Guaranteed: 2000, Share: share, OverShare: share < 3000}}
+	}
+	want := &dao.ChargeExplanation{User: "bob", Queue: "root.b", Application: "ns1/pod/uid-b-run", Resources: map[string]int64{"cpu": 2000, "pods": 1},
+		Forced: true, Preemptible: true, Elastic: true, Borrowing: borrow(3000)}
+	if diff := cmp.Diff(want, charge("b-run")); diff != "" {
+		t.Errorf("borrowing within its share (-want,+got):\n%s", diff)
+	}
+	e.create(userPod("a-1", "ann", "", "root.a", "2"))
+	e.waitFor("b's share to shrink to its guaranteed", func() bool { return runtimeCPU(e.pl, "root.b") == 2000 })
+	want.Borrowing, want.Reclaimable = borrow(2000), true
+	if diff := cmp.Diff(want, charge("b-run")); diff != "" {
+		t.Errorf("over its share (-want,+got):\n%s", diff)
+	}
+	if got := charge("b-more"); got.Reclaimable || got.Preemptible || len(got.Borrowing) != 1 {
+		t.Errorf("a non-preemptible pod over its share: %+v, want borrowing, never reclaimable", got)
 	}
 }

@@ -172,6 +172,9 @@ type ChargeExplanation struct {
 	// Preemptible: reclaim may take the pod (not labelled
 	// userquota.io/preemptible: "false").
 	Preemptible bool `json:"preemptible"`
+	// Elastic: a queue on its path has elastic quota (quota.sharing:
+	// elastic) and a share, so it may borrow capacity idle queues lend.
+	Elastic bool `json:"elastic"`
 	// Borrowing lists the elastic queues on its path that use more than
 	// their guaranteed share of a resource the pod holds: capacity lent
 	// by idle queues.
