@@ -117,8 +117,8 @@ Flags for why and held:
                                bearer token for the REST API; without them
                                your kubeconfig's credentials are sent (a
                                token, a token file, or an exec plugin's)
-  --partition, --ca-file, --insecure-skip-tls-verify, --timeout
-                               as for usage
+  --partition, --ca-file, --tls-server-name, --insecure-skip-tls-verify,
+  --timeout                    as for usage
 
 Flags for usage:
   --server URL                 the REST API, e.g. http://127.0.0.1:9089 (required)
@@ -130,6 +130,9 @@ Flags for usage:
   --token TOKEN                bearer token (a server with restAuth: true)
   --token-file FILE            read the bearer token from FILE
   --ca-file FILE               CA certificates to verify an https server with
+  --tls-server-name NAME       the name to verify the server's certificate
+                               for (through a port-forward: its Service's,
+                               userquota-scheduler-rest.userquota-system.svc)
   --insecure-skip-tls-verify   do not verify the https server's certificate
   --timeout DURATION           per request (default 10s)
 

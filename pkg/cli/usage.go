@@ -29,7 +29,7 @@ const hotPercent = 90
 // usageFlags are the flags of `userquotactl usage`.
 type usageFlags struct {
 	server, partition, user, group, output string
-	token, tokenFile, caFile               string
+	token, tokenFile, caFile, serverName   string
 	insecure, me                           bool
 	timeout                                time.Duration
 	// wrap, when set, adds the caller's credentials to requests sent
@@ -54,6 +54,7 @@ func (c *cli) usageCmd(args []string) int {
 	fs.StringVar(&f.tokenFile, "token-file", "", "")
 	fs.StringVar(&f.caFile, "ca-file", "", "")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
+	fs.StringVar(&f.serverName, "tls-server-name", "", "")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
 	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
@@ -117,7 +118,7 @@ func newUsageClient(base *url.URL, f usageFlags) (*usageClient, error) {
 		}
 		c.token = strings.TrimSpace(string(b))
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.insecure} //nolint:gosec // asked for by flag
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.insecure, ServerName: f.serverName} //nolint:gosec // asked for by flag
 	if f.caFile != "" {
 		pem, err := os.ReadFile(f.caFile)
 		if err != nil {

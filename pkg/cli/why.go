@@ -92,6 +92,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "")
 	fs.StringVar(&f.caFile, "ca-file", "", "")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
+	fs.StringVar(&f.serverName, "tls-server-name", "", "")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
 	fs.StringVar(&f.kube.kubeconfig, "kubeconfig", "", "")
 	fs.StringVar(&f.kube.context, "context", "", "")

@@ -3,7 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +230,34 @@ func TestHeldCommand(t *testing.T) {
 	if code := c.run([]string{"held", "root.sandbox", "--server", srv.URL}); code != 1 || stdout.Len() > 0 ||
 		stderr.String() != `userquotactl: forbidden: user "sue" cannot get path "/ws/v1/partition/default/queue/root.sandbox/held"`+"\n" {
 		t.Errorf("a user without RBAC: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestTLSServerName: through a port-forward the server is 127.0.0.1, and
+// its certificate names its Service: --tls-server-name verifies it for
+// that name.
+func TestTLSServerName(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse(srv.URL)
+	for _, tc := range []struct {
+		name, serverName string
+		ok               bool
+	}{
+		{"a name the certificate has", "example.com", true},
+		{"a name it does not have", "userquota-scheduler-rest.userquota-system.svc", false},
+	} {
+		c, err := newUsageClient(base, usageFlags{caFile: ca, serverName: tc.serverName, timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.get("/x")
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.name, err, tc.ok)
+		}
 	}
 }
