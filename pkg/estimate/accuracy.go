@@ -28,7 +28,8 @@ type made struct {
 	at, due time.Time
 }
 
-// samples is a ring of recent errors and waits.
+// samples is a ring of recent errors (signed: estimated minus actual
+// moment) and waits.
 type samples struct {
 	errs, waits []time.Duration
 	next        int
@@ -98,10 +99,9 @@ func (a *Accuracy) LetIn(key string, at time.Time) {
 		return
 	}
 	delete(a.open, key)
-	err := at.Sub(m.due)
-	if err < 0 {
-		err = -err
-	}
+	// Signed: positive when the estimate was too long (the pod came in
+	// before it said), negative when too short.
+	err := m.due.Sub(at)
 	wait := at.Sub(m.at)
 	a.all.add(a.keep, err, wait)
 	q := a.byQueue[m.queue]
@@ -126,6 +126,10 @@ type Summary struct {
 	// WaitP50 and WaitP90 are the actual waits from the estimate to the
 	// let-in, for scale.
 	WaitP50, WaitP90 time.Duration
+	// SignedP10 and SignedP90 are the 10th and 90th percentiles of the
+	// signed errors (estimated minus actual moment: below 0 the estimate
+	// was too short), for which way they lean.
+	SignedP10, SignedP90 time.Duration
 }
 
 // All is the accuracy over every queue.
@@ -143,11 +147,17 @@ func (s *samples) summary() Summary {
 	if len(s.errs) == 0 {
 		return Summary{}
 	}
-	errs, waits := slices.Clone(s.errs), slices.Clone(s.waits)
-	slices.Sort(errs)
+	signed, waits := slices.Clone(s.errs), slices.Clone(s.waits)
+	abs := make([]time.Duration, len(signed))
+	for i, e := range signed {
+		abs[i] = max(e, -e)
+	}
+	slices.Sort(signed)
+	slices.Sort(abs)
 	slices.Sort(waits)
-	return Summary{Compared: len(errs), P50: Quantile(errs, 0.5), P90: Quantile(errs, 0.9),
-		WaitP50: Quantile(waits, 0.5), WaitP90: Quantile(waits, 0.9)}
+	return Summary{Compared: len(abs), P50: Quantile(abs, 0.5), P90: Quantile(abs, 0.9),
+		WaitP50: Quantile(waits, 0.5), WaitP90: Quantile(waits, 0.9),
+		SignedP10: Quantile(signed, 0.1), SignedP90: Quantile(signed, 0.9)}
 }
 
 // Quantile is the nearest-rank q-quantile of sorted (0 when empty).

@@ -55,6 +55,10 @@ type estimatesSummary struct {
 	P90       string         `json:"p90"`
 	WaitP50   string         `json:"waitP50"`
 	WaitP90   string         `json:"waitP90"`
+	// SignedP10 and SignedP90: the 10th and 90th percentiles of the
+	// estimated minus the actual moment (below 0: too short).
+	SignedP10 string `json:"signedP10"`
+	SignedP90 string `json:"signedP90"`
 }
 
 // completed records the release of a live pod charged req (a
@@ -120,7 +124,8 @@ func (e *estimates) summary() estimatesLine {
 	sum := e.accuracy.All()
 	return estimatesLine{Estimates: estimatesSummary{Held: e.held, Estimated: e.estimated, Unknown: e.unknown, Compared: sum.Compared,
 		P50: sum.P50.Round(time.Second).String(), P90: sum.P90.Round(time.Second).String(),
-		WaitP50: sum.WaitP50.Round(time.Second).String(), WaitP90: sum.WaitP90.Round(time.Second).String()}}
+		WaitP50: sum.WaitP50.Round(time.Second).String(), WaitP90: sum.WaitP90.Round(time.Second).String(),
+		SignedP10: sum.SignedP10.Round(time.Second).String(), SignedP90: sum.SignedP90.Round(time.Second).String()}}
 }
 
 // Reference returns the accuracy a replay with Options.Estimates
