@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/ledger"
@@ -31,6 +32,10 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	if err == nil {
 		g, err = s.lineGang(l, &req)
 	}
+	var runtime time.Duration
+	if err == nil {
+		runtime, err = runFor(l)
+	}
 	if err != nil {
 		return lineError{Line: n, Error: "allocate: " + err.Error()}
 	}
@@ -43,7 +48,7 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	if _, held := s.pendingByName[l.Pod]; held {
 		return podError{Pod: l.Pod, Error: "already pending"}
 	}
-	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true, priority: l.Priority, created: createdAt(n), gang: g}
+	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true, priority: l.Priority, created: createdAt(n), gang: g, runtime: runtime}
 	d := s.try(p)
 	if d.result == refusedPod && s.opts.Requeue {
 		s.hold(p, d)
@@ -92,6 +97,7 @@ func (s *sim) try(p *pendingPod) decision {
 	}
 	if err == nil {
 		s.join(p)
+		s.started(p)
 		out := allowed{Pod: p.name, Allowed: true}
 		// The contract names the queue only when placement chose it: the
 		// line names none, or rules decided (they may override the name).

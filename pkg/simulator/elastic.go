@@ -12,8 +12,16 @@ import (
 // the scheduler's recompute does before the pods it decides. Shares are
 // enforced only on elastic queues, so a config without quota.sharing
 // decides as before.
+//
+// A decision (asking set) under a config without elastic queues skips it:
+// no share binds there, and the recompute walks every held pod, which
+// made a let-in pass over a backlog quadratic (the flood of
+// testdata/traces/fair-flood-*: 1,000 held pods).
 func (s *sim) recompute(asking *pendingPod) {
 	m := s.ledger.Manager()
+	if asking != nil && !m.InForce().Elastic {
+		return
+	}
 	m.SetShares(s.computeShares(asking))
 }
 

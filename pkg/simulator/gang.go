@@ -333,6 +333,21 @@ func (s *sim) gangGone(g *simGang) {
 // they were reserved. A deadline the clock reaches exactly fires.
 func (s *sim) advance(until time.Time) {
 	for {
+		// Pods with a runtime complete in time order, before a gang
+		// timeout at the same moment.
+		if c := s.nextCompletion(until); c != nil {
+			var first *simGang
+			for _, g := range s.gangs.byName {
+				if g.phase == gang.Reserved && g.deadline.Before(c.at) && (first == nil || g.deadline.Before(first.deadline) || g.deadline.Equal(first.deadline) && g.seq < first.seq) {
+					first = g
+				}
+			}
+			if first == nil {
+				s.now = c.at
+				s.complete(c)
+				continue
+			}
+		}
 		var next *simGang
 		for _, g := range s.gangs.byName {
 			if g.phase != gang.Reserved || g.deadline.After(until) {

@@ -86,6 +86,7 @@ func caseOptions(t *testing.T, base string) Options {
 	fl.BoolVar(&opts.Requeue, "requeue", false, "")
 	fl.DurationVar(&opts.Starvation, "starvation", DefaultStarvation, "")
 	fl.StringVar(&opts.Partition, "partition", "", "")
+	fl.BoolVar(&opts.Fairness, "fairness", false, "")
 	if err := fl.Parse(strings.Fields(string(data))); err != nil {
 		t.Fatal(err)
 	}

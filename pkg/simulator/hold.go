@@ -47,6 +47,8 @@ type pendingPod struct {
 	demand bool
 	// gang is the gang the allocate line names; nil for none.
 	gang *simGang
+	// runtime is how long it runs once charged (0: until released).
+	runtime time.Duration
 }
 
 // hold records p as held for d's reason, as the plugin's holdPod: a pod

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/userquota/userquota/pkg/fairshare"
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/placement"
@@ -53,6 +54,11 @@ type Options struct {
 	// the snapshot: how far the estimates were off (p50 and p90 absolute
 	// error). Only Requeue holds pods.
 	Estimates bool
+	// Fairness prints, after the snapshot (and the estimates' line), Jain's
+	// fairness index over the users' dominant shares: sampled after every
+	// line and every completion, its mean over the samples and over the
+	// simulated time, its least and its last (docs/simulator.md).
+	Fairness bool
 }
 
 // ConfigError is returned by Run when the initial config is invalid or
@@ -87,6 +93,9 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 	if s.est != nil {
 		s.emit(s.est.summary())
 	}
+	if s.index != nil {
+		s.emit(s.index.summary())
+	}
 	if s.werr != nil {
 		return s.werr
 	}
@@ -100,7 +109,15 @@ func newSim(cfgText []byte, opts Options, out io.Writer) (*sim, error) {
 		opts.Partition = DefaultPartition
 	}
 	s := &sim{opts: opts, ledger: ledger.New(ugm.New()), book: hold.NewBook(opts.Starvation), now: simStart,
-		pendingByName: map[string]*pendingPod{}, gangs: newGangs()}
+		pendingByName: map[string]*pendingPod{}, gangs: newGangs(), running: map[string]uint64{}}
+	// The usage history of fair order, on the simulated clock, told every
+	// charge and release as the plugin's.
+	s.fair = fairshare.New(simClock{s}, func() *queueconfig.Partition { return s.partition })
+	if opts.Fairness {
+		s.index = newJainIndex()
+	}
+	s.ledger.Observe(observers{history: s.fair, index: s.index})
+	s.book.SetFair(s.fair)
 	part, notices, errs := loadPartition(cfgText, opts.Partition)
 	if errs != nil {
 		return nil, &ConfigError{Errs: errs}
@@ -141,6 +158,15 @@ type sim struct {
 	gangs gangs
 	// est is what Options.Estimates keeps; nil without it.
 	est *estimates
+	// fair is the usage history of fair order; index what
+	// Options.Fairness samples (nil without it).
+	fair  *fairshare.History
+	index *jainIndex
+	// ends are the completions of pods with a runtime; running the charge
+	// each completion belongs to (by pod name), seq the last one.
+	ends    completions
+	running map[string]uint64
+	seq     uint64
 }
 
 // emit writes one output line. Lines come from deep in a decision (a
@@ -192,6 +218,7 @@ func (s *sim) step(n int, line []byte) error {
 		s.after(next)
 	}
 	s.letInOpened()
+	s.sample()
 	return s.werr
 }
 
@@ -263,6 +290,7 @@ func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	// The shares before the release, to tell whether it changed one (the
 	// plugin's recompute lets in the pods held by a share then).
 	before := s.sharesBeforeRelease()
+	delete(s.running, l.Pod)
 	c, ok, err := s.ledger.Release(l.Pod)
 	if err != nil {
 		s.logf("line %d: release %s: %v\n", n, l.Pod, err)

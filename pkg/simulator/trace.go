@@ -64,6 +64,10 @@ type traceLine struct {
 	Min     map[string]string `json:"min"`
 	Style   *string           `json:"style"`
 	Timeout *string           `json:"timeout"`
+	// Runtime is how long an allocate line's pod runs once charged: it
+	// completes (is released) when the clock passes it. Nil: it runs
+	// until a release line.
+	Runtime *string `json:"runtime"`
 }
 
 // decodeLine parses one trace line strictly: exactly one JSON object, keys
