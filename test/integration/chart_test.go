@@ -11,11 +11,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/userquota/userquota/pkg/plugins/userquota"
 )
 
 // The chart of issue 22 point 4, and how the tests render it.
@@ -133,6 +136,7 @@ var chartOnly = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.k
 
 // comparable returns a copy of o as the chart and manifests/ must agree on
 // it: without what only one of them has by design (the labels above; the
+// keep policy of the queue config, which helm uninstall leaves; the
 // checksum/ annotations of pod templates, which roll the pods when the
 // config changes; the webhook configurations' caBundle, which manifests/
 // leaves to the installer), with the scheduler config parsed (its
@@ -146,6 +150,14 @@ func comparable(t *testing.T, o *unstructured.Unstructured) map[string]any {
 			delete(l, k)
 		}
 		o.SetLabels(l)
+	}
+	if a := o.GetAnnotations(); a != nil {
+		delete(a, "helm.sh/resource-policy")
+		if len(a) == 0 {
+			unstructured.RemoveNestedField(o.Object, "metadata", "annotations")
+		} else {
+			o.SetAnnotations(a)
+		}
 	}
 	if a, ok, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations"); ok {
 		for k := range a {
@@ -452,7 +464,8 @@ func verifyCert(t *testing.T, what string, certPEM, caPEM []byte, host string) {
 // the replicas) keeps them (the chart reads its Secrets back with lookup),
 // so the webhooks' caBundle still verifies the running webhook; after both
 // Secrets are deleted, an upgrade makes a new CA and puts it in the
-// caBundle (the renewal docs/install.md gives).
+// caBundle (the renewal docs/install.md gives); helm uninstall removes it
+// all but the queue config, which kubectl delete then removes.
 func TestChartUpgradeKeepsCertificates(t *testing.T) {
 	helmBinary(t)
 	c := newCluster(t, 0)
@@ -482,6 +495,23 @@ func TestChartUpgradeKeepsCertificates(t *testing.T) {
 	}
 	verifyCert(t, webhookTLSSecret, renewed[webhookTLSSecret]["tls.crt"], renewed["caBundle"][""], "userquota-webhook."+systemNamespace+".svc")
 	verifyCert(t, schedulerTLSSecret, renewed[schedulerTLSSecret]["tls.crt"], renewed[schedulerTLSSecret]["ca.crt"], "userquota-scheduler-rest."+systemNamespace+".svc")
+
+	// helm uninstall removes all but the queue config, whose deletion the
+	// webhook refuses while its configuration is in the API server's cache
+	// (it failed here without the keep policy); deleted after it.
+	helm(t, append([]string{"uninstall", chartRelease}, base...)...)
+	cms, err := c.client.CoreV1().ConfigMaps(systemNamespace).List(c.ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
+	var left []string
+	for _, cm := range cms.Items {
+		left = append(left, cm.Name)
+	}
+	if err != nil || strings.Join(left, ",") != userquota.DefaultConfigMapName {
+		t.Errorf("after helm uninstall, ConfigMaps %v left (%v), want the queue config alone", left, err)
+	}
+	c.eventually("the queue config deleted after helm uninstall", 10*time.Second, func() (bool, error) {
+		err := c.client.CoreV1().ConfigMaps(systemNamespace).Delete(c.ctx, userquota.DefaultConfigMapName, metav1.DeleteOptions{})
+		return err == nil, nil
+	})
 }
 
 // installedTLS reads back the chart's two TLS Secrets and the caBundle of
