@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/userquota/userquota/pkg/plugins/userquota"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // parkedGate is the scheduling gate that parks the floor's held pods.
@@ -50,14 +51,14 @@ func TestBacklog(t *testing.T) {
 	n := *backlogPods
 	held := int(float64(n)**backlogHeld + 0.5)
 	admitted := n - held
-	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag, levels: *levelsFlag}
-	if held <= 0 || admitted < w.users {
-		t.Fatalf("-backlog-pods=%d -backlog-held=%g: %d held, %d admitted; want some held and at least one admitted pod per user (%d users)", n, *backlogHeld, held, admitted, w.users)
+	w := workload{queueconfigtest.Synthetic{Users: *usersFlag, Queues: *queuesFlag, Groups: *groupsFlag, Levels: *levelsFlag}}
+	if held <= 0 || admitted < w.Users {
+		t.Fatalf("-backlog-pods=%d -backlog-held=%g: %d held, %d admitted; want some held and at least one admitted pod per user (%d users)", n, *backlogHeld, held, admitted, w.Users)
 	}
 	c := newCluster(t, "perf-backlog", *nodesFlag)
 	env := describeMachine()
 	fmt.Printf("machine: %s\n", env)
-	fmt.Printf("backlog: %d pods, %d held, %d bind; %d users, limit %d-%d pods each\n", n, held, admitted, w.users, w.podsOf(w.users-1, admitted), w.podsOf(0, admitted))
+	fmt.Printf("backlog: %d pods, %d held, %d bind; %d users, limit %d-%d pods each\n", n, held, admitted, w.Users, w.podsOf(w.Users-1, admitted), w.podsOf(0, admitted))
 	if *warmup {
 		r := c.runBacklog(t, w, allCases["floor"], n, held, 0, 0)
 		fmt.Printf("warm-up   %s (not reported)\n", r.summary())
@@ -409,11 +410,11 @@ func wrongBound(w workload, bound []int, admitted int, gated bool) []string {
 	}
 	perUser := map[int]int{}
 	for _, i := range bound {
-		perUser[i%w.users]++
+		perUser[i%w.Users]++
 	}
-	for u := 0; u < w.users && len(out) < 10; u++ {
+	for u := 0; u < w.Users && len(out) < 10; u++ {
 		if got, limit := perUser[u], w.podsOf(u, admitted); got > limit {
-			out = append(out, fmt.Sprintf("%s: %d pods bound, limit %d", w.user(u), got, limit))
+			out = append(out, fmt.Sprintf("%s: %d pods bound, limit %d", w.User(u), got, limit))
 		}
 	}
 	return out

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/test/internal/controlplane"
 	"github.com/userquota/userquota/test/internal/controlplane/apiserver"
 )
@@ -246,66 +246,23 @@ func (c *cluster) deleteCollection(what string, del func() error) {
 // workload is the pods of a run: pod i belongs to user i%users; users are
 // spread evenly over the queues (consecutive users share a queue) and over
 // the groups (round robin); each user has two applications.
+// workload is the harness's pods over the synthetic queue tree.
 type workload struct {
-	users, queues, groups int
-	// levels is the depth of the queue tree below root: 1 (or 0) puts the
-	// leaves under root; more puts them under levels-1 tiers of parent
-	// queues, each parent with fanout children (the levels-th root of
-	// queues, rounded up), a user limit and a limit for every group.
-	levels int
-}
-
-func (w workload) user(u int) string  { return fmt.Sprintf("user-%04d", u) }
-func (w workload) group(u int) string { return fmt.Sprintf("group-%02d", u%w.groups) }
-
-// leaf is user u's leaf queue (its index among the leaves).
-func (w workload) leaf(u int) int { return u * w.queues / w.users }
-
-// queuePath is the full path of user u's leaf queue.
-func (w workload) queuePath(u int) string {
-	q := w.leaf(u)
-	path := "root"
-	for tier := 1; tier < w.levels; tier++ {
-		path += "." + w.parentName(tier, q/w.span(tier))
-	}
-	return path + "." + fmt.Sprintf("q-%03d", q)
-}
-
-// fanout is how many children a parent queue has (levels > 1).
-func (w workload) fanout() int {
-	f := 1
-	for pow(f, w.levels) < w.queues {
-		f++
-	}
-	return f
-}
-
-// span is how many leaves sit under one parent of tier (1: below root).
-func (w workload) span(tier int) int { return pow(w.fanout(), w.levels-tier) }
-
-// parentName names the index-th parent of tier (unique in the tree).
-func (w workload) parentName(tier, index int) string { return fmt.Sprintf("t%d-%03d", tier, index) }
-
-func pow(b, e int) int {
-	n := 1
-	for ; e > 0; e-- {
-		n *= b
-	}
-	return n
+	queueconfigtest.Synthetic
 }
 
 func (w workload) pod(i int) *v1.Pod {
-	u := i % w.users
+	u := i % w.Users
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("pod-%06d", i),
 			Namespace: podNamespace,
 			Labels: map[string]string{
-				podmeta.LabelQueue: w.queuePath(u),
-				podmeta.LabelAppID: fmt.Sprintf("%s-app-%d", w.user(u), (i/w.users)%2),
+				podmeta.LabelQueue: w.QueuePath(u),
+				podmeta.LabelAppID: fmt.Sprintf("%s-app-%d", w.User(u), (i/w.Users)%2),
 			},
 			Annotations: map[string]string{
-				podmeta.AnnotationUserInfo: podmeta.UserInfo{User: w.user(u), Groups: []string{w.group(u)}}.String(),
+				podmeta.AnnotationUserInfo: podmeta.UserInfo{User: w.User(u), Groups: []string{w.Group(u)}}.String(),
 			},
 		},
 		Spec: v1.PodSpec{
@@ -344,8 +301,8 @@ func atLimit(u int, fraction float64) bool {
 
 // podsOf returns how many of n pods user u has.
 func (w workload) podsOf(u, n int) int {
-	k := n / w.users
-	if u < n%w.users {
+	k := n / w.Users
+	if u < n%w.Users {
 		k++
 	}
 	return k
@@ -355,7 +312,7 @@ func (w workload) podsOf(u, n int) int {
 // refuses: for every user at a limit, the pods past half of theirs.
 func (w workload) expectRefused(n int, fraction float64) int {
 	refused := 0
-	for u := 0; u < w.users; u++ {
+	for u := 0; u < w.Users; u++ {
 		if atLimit(u, fraction) {
 			k := w.podsOf(u, n)
 			refused += k - k/2
@@ -371,7 +328,7 @@ func (w workload) expectRefused(n int, fraction float64) int {
 // leaf queue of half of their pods (pods: k/2), so the other half is
 // refused.
 func (w workload) queueConfig(n int, fraction float64) string {
-	return w.queueConfigWith(func(u int) (int, bool) {
+	return w.Config(func(u int) (int, bool) {
 		return w.podsOf(u, n) / 2, atLimit(u, fraction)
 	})
 }
@@ -381,93 +338,5 @@ func (w workload) queueConfig(n int, fraction float64) string {
 // among the first admitted of n (pods 0..admitted-1, round robin over the
 // users), so that exactly admitted pods fit and the rest are held.
 func (w workload) backlogConfig(admitted int) string {
-	return w.queueConfigWith(func(u int) (int, bool) { return w.podsOf(u, admitted), true })
-}
-
-// queueConfigWith renders the loose config of queueConfig with a named
-// pods limit on their leaf for the users limit says (pods, true) for.
-// With levels > 1, every parent queue between root and the leaves has the
-// same loose limits as root (a user limit and one for every group) and a
-// loose max and maxapplications, so that each decision checks every
-// level.
-func (w workload) queueConfigWith(limit func(u int) (pods int, ok bool)) string {
-	var b strings.Builder
-	b.WriteString("partitions:\n- name: default\n  queues:\n  - name: root\n")
-	w.writeParentLimits(&b, "    ")
-	b.WriteString("    queues:\n")
-	if w.levels > 1 {
-		w.writeParents(&b, "    ", 1, 0, limit)
-	} else {
-		for q := 0; q < w.queues; q++ {
-			w.writeLeaf(&b, "    ", q, limit)
-		}
-	}
-	return b.String()
-}
-
-// writeParentLimits writes a parent's limits: one for every group by
-// name and one for every user, loose.
-func (w workload) writeParentLimits(b *strings.Builder, indent string) {
-	fmt.Fprintf(b, "%slimits:\n%s- limit: every group\n%s  groups: [%s]\n%s  maxresources: {vcore: \"100000\", memory: 100000Gi}\n%s  maxapplications: 100000\n",
-		indent, indent, indent, w.groupList(), indent, indent)
-	fmt.Fprintf(b, "%s- limit: every user\n%s  users: [\"*\"]\n%s  maxresources: {vcore: \"10000\", memory: 10000Gi}\n", indent, indent, indent)
-}
-
-// writeParents writes the parents of tier whose leaves start at leaf
-// first, down to the leaves.
-func (w workload) writeParents(b *strings.Builder, indent string, tier, first int, limit func(u int) (int, bool)) {
-	span := w.span(tier)
-	for start := first; start < w.queues && start < first+span*w.fanout(); start += span {
-		fmt.Fprintf(b, "%s- name: %s\n%s  maxapplications: 1000000\n%s  resources:\n%s    max: {vcore: \"1000000\", memory: 1000000Gi}\n",
-			indent, w.parentName(tier, start/span), indent, indent, indent)
-		w.writeParentLimits(b, indent+"  ")
-		fmt.Fprintf(b, "%s  queues:\n", indent)
-		if tier+1 < w.levels {
-			w.writeParents(b, indent+"  ", tier+1, start, limit)
-			continue
-		}
-		for q := start; q < start+span && q < w.queues; q++ {
-			w.writeLeaf(b, indent+"  ", q, limit)
-		}
-	}
-}
-
-// writeLeaf writes leaf q: a loose max and maxapplications, a loose limit
-// for every user, and the named limits of the users limit says.
-func (w workload) writeLeaf(b *strings.Builder, indent string, q int, limit func(u int) (int, bool)) {
-	fmt.Fprintf(b, "%s- name: q-%03d\n%s  maxapplications: 100000\n%s  resources:\n%s    max: {vcore: \"100000\", memory: 100000Gi}\n%s  limits:\n",
-		indent, q, indent, indent, indent, indent)
-	// Named limits for the users at a limit, grouped by their size.
-	bySize := map[int][]string{}
-	for u := 0; u < w.users; u++ {
-		if w.leaf(u) != q {
-			continue
-		}
-		if k, ok := limit(u); ok {
-			bySize[k] = append(bySize[k], fmt.Sprintf("%q", w.user(u)))
-		}
-	}
-	sizes := make([]int, 0, len(bySize))
-	for k := range bySize {
-		sizes = append(sizes, k)
-	}
-	sort.Ints(sizes)
-	for _, k := range sizes {
-		fmt.Fprintf(b, "%s  - limit: at limit %d\n%s    users: [%s]\n%s    maxresources: {pods: \"%d\"}\n", indent, k, indent, strings.Join(bySize[k], ", "), indent, k)
-	}
-	fmt.Fprintf(b, "%s  - limit: every user\n%s    users: [\"*\"]\n%s    maxresources: {vcore: \"1000\", memory: 1000Gi, pods: \"100000\"}\n%s    maxapplications: 1000\n",
-		indent, indent, indent, indent)
-	if w.levels > 1 {
-		// A group limit on every level of the tree.
-		fmt.Fprintf(b, "%s  - limit: every group\n%s    groups: [%s]\n%s    maxresources: {vcore: \"10000\", memory: 10000Gi}\n%s    maxapplications: 100000\n", indent, indent, w.groupList(), indent, indent)
-	}
-}
-
-// groupList is every group's name, quoted, comma separated.
-func (w workload) groupList() string {
-	names := make([]string, w.groups)
-	for g := range names {
-		names[g] = fmt.Sprintf("%q", fmt.Sprintf("group-%02d", g))
-	}
-	return strings.Join(names, ", ")
+	return w.Config(func(u int) (int, bool) { return w.podsOf(u, admitted), true })
 }

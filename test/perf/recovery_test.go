@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // recoveryResult is one start of the scheduler over many bound pods.
@@ -42,7 +44,7 @@ func TestRecovery(t *testing.T) {
 	// At most 100 bound pods a node (110 fit), so the probe always fits.
 	nodes := max(*nodesFlag, (n+99)/100)
 	c := newCluster(t, "perf-recovery", nodes)
-	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag, levels: *levelsFlag}
+	w := workload{queueconfigtest.Synthetic{Users: *usersFlag, Queues: *queuesFlag, Groups: *groupsFlag, Levels: *levelsFlag}}
 	c.setQueueConfig(w.queueConfig(n, 0))
 	created := c.createPods(w, n, func(i int, pod *v1.Pod) { pod.Spec.NodeName = fmt.Sprintf("node-%04d", i%nodes) })
 	serverRSS := procRSS(os.Getpid())

@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // A case of TestThroughput or TestBacklog.
@@ -98,7 +100,7 @@ func TestThroughput(t *testing.T) {
 		t.Skip("run with -perf (make bench-scheduler)")
 	}
 	cs := cases(t, false)
-	w := workload{users: *usersFlag, queues: *queuesFlag, groups: *groupsFlag, levels: *levelsFlag}
+	w := workload{queueconfigtest.Synthetic{Users: *usersFlag, Queues: *queuesFlag, Groups: *groupsFlag, Levels: *levelsFlag}}
 	c := newCluster(t, "perf-throughput", *nodesFlag)
 	env := describeMachine()
 	fmt.Printf("machine: %s\n", env)

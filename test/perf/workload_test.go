@@ -6,6 +6,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -38,7 +39,7 @@ func TestWorkload(t *testing.T) {
 		{name: "uneven three levels", users: 7, queues: 5, levels: 3, pods: 25, admitted: 10, wantRefused: 15, wantApp: 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := workload{users: tc.users, queues: tc.queues, groups: 20, levels: tc.levels}
+			w := workload{queueconfigtest.Synthetic{Users: tc.users, Queues: tc.queues, Groups: 20, Levels: tc.levels}}
 			text := w.queueConfig(tc.pods, tc.fraction)
 			if tc.admitted > 0 {
 				text = w.backlogConfig(tc.admitted)

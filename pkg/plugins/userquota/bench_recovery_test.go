@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/userquota/userquota/pkg/podmeta"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 )
 
 // Recovery: a scheduler that starts (restart, failover) charges every bound
@@ -38,12 +38,7 @@ import (
 //
 //	go test -run '^$' -bench Recovery -benchtime 3x ./pkg/plugins/userquota
 
-const (
-	recoveryPods   = 100_000
-	recoveryUsers  = 1000
-	recoveryQueues = 100
-	recoveryGroups = 20
-)
+const recoveryPods = 100_000
 
 // BenchmarkRecovery is the rebuild as the scheduler does it: the pods are
 // in the scheduler's pod informer's cache when the plugin is built; New
@@ -52,8 +47,8 @@ const (
 // the heap the plugin holds after it (the pods themselves are the
 // informer's, not counted).
 func BenchmarkRecovery(b *testing.B) {
-	pods := recoveryPodSet(recoveryPods)
-	cfg := recoveryConfig()
+	pods := recoveryPodSet(recoveryShape, recoveryPods)
+	cfg := recoveryShape.Config(nil)
 	var heap uint64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -80,8 +75,8 @@ func BenchmarkRecovery(b *testing.B) {
 // BenchmarkRecoveryCharge is the plugin's own part of it: its pod
 // handler (onPod) called for each bound pod in a loop, with no informer.
 func BenchmarkRecoveryCharge(b *testing.B) {
-	pods := recoveryPodSet(recoveryPods)
-	cfg := recoveryConfig()
+	pods := recoveryPodSet(recoveryShape, recoveryPods)
+	cfg := recoveryShape.Config(nil)
 	logger := klog.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -187,55 +182,43 @@ func (f *recoveryFixture) stop() {
 	time.Sleep(50 * time.Millisecond)
 }
 
-// recoveryPodSet is n bound pods: pod i of user i%1000 (consecutive users
-// share one of 100 queues; one of 20 groups each), two applications per
-// user, 100m cpu and 128Mi, spread over 1000 nodes.
-func recoveryPodSet(n int) []*v1.Pod {
-	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}
+// recoveryShape is test/perf's workload: 1000 users in 100 leaf queues
+// under root, 20 groups, loose limits (nothing refused).
+var recoveryShape = queueconfigtest.Synthetic{Users: 1000, Queues: 100, Groups: 20, Levels: 1}
+
+// recoveryPodSet is n bound pods of shape: pod i of user i%Users, two
+// applications per user, 100m cpu and 128Mi, spread over 1000 nodes.
+func recoveryPodSet(shape queueconfigtest.Synthetic, n int) []*v1.Pod {
 	pods := make([]*v1.Pod, n)
 	for i := range pods {
-		u := i % recoveryUsers
-		user := fmt.Sprintf("user-%04d", u)
-		pods[i] = &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      fmt.Sprintf("pod-%06d", i),
-				Namespace: "perf",
-				UID:       types.UID(fmt.Sprintf("uid-%06d", i)),
-				Labels: map[string]string{
-					podmeta.LabelQueue: fmt.Sprintf("root.q-%03d", u*recoveryQueues/recoveryUsers),
-					podmeta.LabelAppID: fmt.Sprintf("%s-app-%d", user, (i/recoveryUsers)%2),
-				},
-				Annotations: map[string]string{
-					podmeta.AnnotationUserInfo: fmt.Sprintf(`{"user":%q,"groups":["group-%02d"]}`, user, u%recoveryGroups),
-				},
-			},
-			Spec: v1.PodSpec{
-				SchedulerName: profileName,
-				NodeName:      fmt.Sprintf("node-%04d", i%1000),
-				Containers:    []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{Requests: req}}},
-			},
-			Status: v1.PodStatus{Phase: v1.PodRunning},
-		}
+		pods[i] = shapePod(shape, i, fmt.Sprintf("node-%04d", i%1000))
+		pods[i].Status.Phase = v1.PodRunning
 	}
 	return pods
 }
 
-// recoveryConfig is test/perf's loose config: every group named on root,
-// a "*" user limit on root and on each of the 100 leaves, nothing refused.
-func recoveryConfig() string {
-	var b strings.Builder
-	b.WriteString("partitions:\n- name: default\n  queues:\n  - name: root\n    limits:\n    - limit: every group\n      groups: [")
-	for g := 0; g < recoveryGroups; g++ {
-		if g > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "group-%02d", g)
+// shapePod is pod i of shape (user i%Users), bound to node ("": pending).
+func shapePod(shape queueconfigtest.Synthetic, i int, node string) *v1.Pod {
+	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}
+	u := i % shape.Users
+	user := shape.User(u)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("pod-%06d", i),
+			Namespace: "perf",
+			UID:       types.UID(fmt.Sprintf("uid-%06d", i)),
+			Labels: map[string]string{
+				podmeta.LabelQueue: shape.QueuePath(u),
+				podmeta.LabelAppID: fmt.Sprintf("%s-app-%d", user, (i/shape.Users)%2),
+			},
+			Annotations: map[string]string{
+				podmeta.AnnotationUserInfo: podmeta.UserInfo{User: user, Groups: []string{shape.Group(u)}}.String(),
+			},
+		},
+		Spec: v1.PodSpec{
+			SchedulerName: profileName,
+			NodeName:      node,
+			Containers:    []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{Requests: req}}},
+		},
 	}
-	b.WriteString("]\n      maxresources: {vcore: \"100000\", memory: 100000Gi}\n      maxapplications: 100000\n")
-	b.WriteString("    - limit: every user\n      users: [\"*\"]\n      maxresources: {vcore: \"10000\", memory: 10000Gi}\n    queues:\n")
-	for q := 0; q < recoveryQueues; q++ {
-		fmt.Fprintf(&b, "    - name: q-%03d\n      maxapplications: 100000\n      resources:\n        max: {vcore: \"100000\", memory: 100000Gi}\n      limits:\n", q)
-		b.WriteString("      - limit: every user\n        users: [\"*\"]\n        maxresources: {vcore: \"1000\", memory: 1000Gi, pods: \"100000\"}\n        maxapplications: 1000\n")
-	}
-	return b.String()
 }
