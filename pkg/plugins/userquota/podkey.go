@@ -93,7 +93,7 @@ func podUser(pod *v1.Pod, defaultUser string) (string, []string, error) {
 		if !ok {
 			continue
 		}
-		ui, err := podmeta.ParseUserInfo(key, raw)
+		ui, err := userInfoCache.parse(key, raw)
 		if err != nil {
 			return "", nil, err
 		}
