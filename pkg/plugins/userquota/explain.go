@@ -176,8 +176,10 @@ func (pl *Plugin) explainPending(e *dao.PodExplanation, pod *v1.Pod, v rest.View
 	}
 	r, own := estimate.Limit(reason, p.Request)
 	if r != nil {
+		// Behind a starving pod, the request is this pod's own (the
+		// refusal's is the starving pod's).
 		h.Limit = &dao.Limit{Who: r.Who, Name: r.Name, Queue: r.Queue, Limit: r.Limit, Resource: r.Resource,
-			Usage: r.Usage, Request: r.Request, Max: r.Max, Admitted: r.Admitted}
+			Usage: r.Usage, Request: own, Max: r.Max, Admitted: r.Admitted}
 	}
 	est, inQueue, overall, now := pl.waits.estimate(p.Key, e.Queue, r, own, ahead)
 	h.Estimate = dao.Estimate{At: now.UTC(), Known: est.Unknown == "", Unknown: est.Unknown,

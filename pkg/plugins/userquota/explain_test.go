@@ -2,6 +2,7 @@ package userquota
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -340,5 +341,52 @@ func TestWhyBorrowing(t *testing.T) {
 	}
 	if got := charge("b-more"); got.Reclaimable || got.Preemptible || len(got.Borrowing) != 1 {
 		t.Errorf("a non-preemptible pod over its share: %+v, want borrowing, never reclaimable", got)
+	}
+}
+
+// TestWhyBehind: a pod that fits but is kept behind another user's pod
+// that waited longer than the starvation wait is held by that pod's
+// limit, with that pod ahead of it; the starving pod is named to an
+// admin, not to the pod's user.
+func TestWhyBehind(t *testing.T) {
+	clk := testingclock.NewFakeClock(explainT0)
+	e := newEnv(t, envOptions{config: explainConfig, clock: clk})
+	bobRun, annRun := userPod("bob-run", "bob", "", "root.team", "2"), userPod("ann-run", "ann", "", "root.team", "2")
+	for _, p := range []*v1.Pod{bobRun, annRun} {
+		e.bind(p)
+		e.waitFor(p.Name+" charged", func() bool { return e.pl.isCharged(p.UID) })
+	}
+	if s := e.preEnqueue(userPod("ann-big", "ann", "", "root.team", "3")); s.IsSuccess() {
+		t.Fatal("ann-big passed PreEnqueue")
+	}
+	clk.Step(3 * time.Minute) // past the starvation wait (2m)
+	e.delete(bobRun)
+	e.waitFor("bob-run released", func() bool { return !e.pl.isCharged(bobRun.UID) })
+	if s := e.preEnqueue(userPod("carl-small", "carl", "", "root.team", "1")); s.IsSuccess() {
+		t.Fatal("carl-small passed PreEnqueue, want it kept behind ann-big")
+	}
+	for _, tc := range []struct {
+		viewer rest.Viewer
+		names  string
+	}{{carl, dao.Hidden}, {admin, "ns1/ann-big"}} {
+		got, err := e.pl.why("ns1", "carl-small", tc.viewer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := got.Held
+		if h.Kind != "Behind" || !strings.HasPrefix(h.Reason, "waiting behind pod "+tc.names+", held since 10:00:00") {
+			t.Errorf("to %+v: kind %s, reason %q; want Behind naming %s", tc.viewer, h.Kind, h.Reason, tc.names)
+		}
+		if tc.viewer == carl && strings.Contains(h.Reason, "ann") {
+			t.Errorf("carl is told of ann's pod: %s", h.Reason)
+		}
+		wantLimit := &dao.Limit{Who: "queue", Name: "root.team", Queue: "root.team", Limit: "resources", Resource: "cpu", Usage: 2000, Request: 1000, Max: 4000}
+		if diff := cmp.Diff(wantLimit, h.Limit); diff != "" {
+			t.Errorf("limit (-want,+got):\n%s", diff)
+		}
+		// ann-big's 3 cpu are ahead: 2 + 3 + 1 - 4 = 2 to release.
+		if l := h.LetIn; l == nil || l.Own != 0 || l.Ahead != 3000 || l.AheadPods != 1 {
+			t.Errorf("let in %+v, want nothing of its own short and ann-big's 3 cpu ahead", l)
+		}
 	}
 }
