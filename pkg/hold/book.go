@@ -45,6 +45,8 @@ type Pod struct {
 
 	block block
 	lane  *lane
+	// kind is KindOf(Reason), worked out once when the book took it.
+	kind Kind
 }
 
 // Order says how a leaf queue orders its applications (YuniKorn's
@@ -84,6 +86,10 @@ type Book struct {
 	pods    map[string]*Pod
 	byBlock map[block]*lanes
 	kinds   map[Kind]int
+	// bySince orders the pods of each kind by when they were first held,
+	// so that the one held longest is found without a walk over them all
+	// (Oldest). A pod held again by the same kind keeps its place.
+	bySince map[Kind]*btree.BTreeG[firstHeld]
 	// starvation is how long a pod may wait before the room it needs is
 	// kept for it (0: never).
 	starvation time.Duration
@@ -146,8 +152,45 @@ func historyBefore(a, b fairshare.Key) bool {
 // NewBook returns an empty book whose pods are starving after waiting
 // starvation (0: never).
 func NewBook(starvation time.Duration) *Book {
-	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, starvation: starvation,
-		lanesOf: map[fairshare.Key]map[*lane]struct{}{}}
+	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, bySince: map[Kind]*btree.BTreeG[firstHeld]{},
+		starvation: starvation, lanesOf: map[fairshare.Key]map[*lane]struct{}{}}
+}
+
+// firstHeld is a pod's place in its kind's bySince.
+type firstHeld struct {
+	at  time.Time
+	key string
+}
+
+func firstHeldBefore(a, b firstHeld) bool {
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	return a.key < b.key
+}
+
+// count adds p to its kind's count and order.
+func (b *Book) count(p *Pod) {
+	b.kinds[p.kind]++
+	t := b.bySince[p.kind]
+	if t == nil {
+		t = btree.NewG(16, firstHeldBefore)
+		b.bySince[p.kind] = t
+	}
+	t.ReplaceOrInsert(firstHeld{p.Since, p.Key})
+}
+
+// uncount takes p out of its kind's count and order.
+func (b *Book) uncount(p *Pod) {
+	if b.kinds[p.kind]--; b.kinds[p.kind] <= 0 {
+		delete(b.kinds, p.kind)
+	}
+	if t := b.bySince[p.kind]; t != nil {
+		t.Delete(firstHeld{p.Since, p.Key})
+		if t.Len() == 0 {
+			delete(b.bySince, p.kind)
+		}
+	}
 }
 
 // SetFair makes f order the users and groups of fair queues (nil: none),
@@ -303,15 +346,21 @@ func inOrder(a, b *Pod) bool {
 // Since it keeps) and returns the earlier entry, nil when it was not held.
 func (b *Book) Hold(p *Pod, now time.Time) *Pod {
 	b.sync()
-	old := b.Remove(p.Key)
-	p.Since = now
+	old := b.pods[p.Key]
+	kind, first := KindOf(p.Reason), now
 	if old != nil {
-		p.Since = old.Since
+		first = old.Since
+		b.unlink(old)
+		if old.kind != kind {
+			b.uncount(old)
+		}
 	}
-	p.block = blockOf(p.Reason)
+	p.Since, p.kind, p.block = first, kind, blockOf(p.Reason)
 	b.insert(p)
 	b.pods[p.Key] = p
-	b.kinds[KindOf(p.Reason)]++
+	if old == nil || old.kind != kind {
+		b.count(p)
+	}
 	return old
 }
 
@@ -324,10 +373,7 @@ func (b *Book) Remove(key string) *Pod {
 	}
 	delete(b.pods, key)
 	b.unlink(p)
-	k := KindOf(p.Reason)
-	if b.kinds[k]--; b.kinds[k] <= 0 {
-		delete(b.kinds, k)
-	}
+	b.uncount(p)
 	return p
 }
 
@@ -339,6 +385,18 @@ func (b *Book) Len() int { return len(b.pods) }
 
 // Kinds counts the held pods by kind. The caller must not change it.
 func (b *Book) Kinds() map[Kind]int { return b.kinds }
+
+// Oldest returns, for each kind that holds pods, when the pod it has held
+// longest was first held (its Since): O(kinds x log pods).
+func (b *Book) Oldest() map[Kind]time.Time {
+	out := make(map[Kind]time.Time, len(b.bySince))
+	for k, t := range b.bySince {
+		if first, ok := t.Min(); ok {
+			out[k] = first.at
+		}
+	}
+	return out
+}
 
 // Released returns the held pods a release of released may let in, in the
 // order they are to be tried: from each limit the release touched (its

@@ -148,6 +148,85 @@ func TestHoldKeepsSinceAndCounts(t *testing.T) {
 	}
 }
 
+// TestOldest: per kind, when the pod held longest was first held; a pod
+// held again keeps its first time, under its new kind when that changed;
+// a kind whose last pod leaves is gone.
+func TestOldest(t *testing.T) {
+	at := func(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
+	type step struct {
+		hold   *Pod // nil: remove key
+		key    string
+		minute int
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  map[Kind]time.Time
+	}{
+		{name: "empty", want: map[Kind]time.Time{}},
+		{
+			name: "the first held of each kind",
+			steps: []step{
+				{hold: held("a", "sue", "root.a", "x", 0, 0, userLimit("sue")), minute: 5},
+				{hold: held("b", "bob", "root.a", "y", 0, 0, userLimit("bob")), minute: 3},
+				{hold: held("c", "ann", "root.a", "z", 0, 0, queueMax("root.a", 1000)), minute: 7},
+			},
+			want: map[Kind]time.Time{KindUser: at(3), KindQueue: at(7)},
+		},
+		{
+			name: "held again by another kind: it moves, with its first time",
+			steps: []step{
+				{hold: held("a", "sue", "root.a", "x", 0, 0, userLimit("sue")), minute: 1},
+				{hold: held("b", "bob", "root.a", "y", 0, 0, userLimit("bob")), minute: 2},
+				{hold: held("a", "sue", "root.a", "x", 0, 0, queueMax("root.a", 1000)), minute: 9},
+			},
+			want: map[Kind]time.Time{KindUser: at(2), KindQueue: at(1)},
+		},
+		{
+			name: "held again by the same kind: it keeps its place",
+			steps: []step{
+				{hold: held("a", "sue", "root.a", "x", 0, 0, userLimit("sue")), minute: 1},
+				{hold: held("a", "sue", "root.a", "x", 0, 0, userLimit("sue")), minute: 9},
+			},
+			want: map[Kind]time.Time{KindUser: at(1)},
+		},
+		{
+			name: "the oldest let in: the next oldest; the last gone: no kind",
+			steps: []step{
+				{hold: held("a", "sue", "root.a", "x", 0, 0, userLimit("sue")), minute: 1},
+				{hold: held("b", "bob", "root.a", "y", 0, 0, userLimit("bob")), minute: 4},
+				{hold: held("c", "ann", "root.a", "z", 0, 0, queueMax("root.a", 1000)), minute: 2},
+				{key: "a"},
+				{key: "c"},
+			},
+			want: map[Kind]time.Time{KindUser: at(4)},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBook(0)
+			for _, s := range tc.steps {
+				if s.hold == nil {
+					if b.Remove(s.key) == nil {
+						t.Fatalf("remove %s: not held", s.key)
+					}
+					continue
+				}
+				b.Hold(s.hold, at(s.minute))
+			}
+			if diff := cmp.Diff(tc.want, b.Oldest()); diff != "" {
+				t.Errorf("Oldest (-want,+got):\n%s", diff)
+			}
+			n := 0
+			for _, c := range b.Kinds() {
+				n += c
+			}
+			if n != b.Len() || len(b.Kinds()) != len(tc.want) {
+				t.Errorf("kinds %v for %d pods, want %d kinds", b.Kinds(), b.Len(), len(tc.want))
+			}
+		})
+	}
+}
+
 func TestBarrier(t *testing.T) {
 	const wait = time.Minute
 	now := t0.Add(time.Hour)
