@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/component-base/metrics"
 
@@ -30,6 +31,11 @@ type Source struct {
 	Held func() map[string]int
 	// Admitted counts the pods let in and not charged yet (nil: none).
 	Admitted func() int
+	// OldestHeld is, by kind, how long the pod held longest has been held
+	// since its first hold (nil: none).
+	OldestHeld func() map[string]time.Duration
+	// Shares are the share gauges of elastic queues (nil: none).
+	Shares *ShareGauges
 }
 
 var current atomic.Pointer[Source]
@@ -64,6 +70,7 @@ var (
 	groupAppsDesc    = desc("group_running_applications", "A group's running applications in a queue's subtree (only with perUserMetrics).", "group", "queue")
 	heldDesc         = desc("held_pods", "Pods held out of the scheduling queue for quota now, by kind of limit (see holds_total).", "kind")
 	admittedDesc     = desc("admitted_pods", "Pods let into the scheduling queue with room held for them, not charged yet.")
+	heldOldestDesc   = desc("held_oldest_wait_seconds", "How long the pod held longest has been held since its first hold, by the kind of limit that holds it now; absent for kinds that hold no pod.", "kind")
 )
 
 type collector struct {
@@ -79,7 +86,8 @@ func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 		leaderDesc, trackedUsersDesc, trackedGroupDesc,
 		queueUsageDesc, queueLimitDesc, queueAppsDesc, queueMaxAppsDesc,
 		userUsageDesc, userLimitDesc, userAppsDesc, groupUsageDesc, groupLimitDesc, groupAppsDesc,
-		heldDesc, admittedDesc,
+		heldDesc, admittedDesc, heldOldestDesc,
+		guaranteedShareDesc, runtimeShareDesc, borrowedDesc,
 	} {
 		ch <- d
 	}
@@ -109,6 +117,12 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 	if s.Admitted != nil {
 		gauge(admittedDesc, float64(s.Admitted()))
 	}
+	if s.OldestHeld != nil {
+		for kind, age := range s.OldestHeld() {
+			gauge(heldOldestDesc, age.Seconds(), kind)
+		}
+	}
+	s.Shares.collect(ch)
 
 	nUsers, nGroups := s.Usage.Counts()
 	gauge(trackedUsersDesc, float64(nUsers))

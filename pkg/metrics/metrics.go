@@ -11,6 +11,7 @@ package metrics
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -138,6 +139,20 @@ var (
 	}, []string{"result"})
 )
 
+// heldWaitBuckets are the bounds of held_wait_seconds: a hold lasts from
+// a moment (a release right after) to hours (a queue full all day).
+var heldWaitBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800}
+
+// heldWait is how long held pods waited: from a pod's first hold to its
+// let-in, by the kind of limit that held it last.
+var heldWait = metrics.NewHistogramVec(&metrics.HistogramOpts{
+	Subsystem:      subsystem,
+	Name:           "held_wait_seconds",
+	Help:           "Time from a pod's first hold for quota to its let-in into the scheduling queue, by the kind of limit that held it last (see holds_total); observed at the let-in.",
+	Buckets:        heldWaitBuckets,
+	StabilityLevel: metrics.ALPHA,
+}, []string{"kind"})
+
 // resizesOverLimit counts what admission could not stop: the admission
 // webhook refuses a pods/resize that takes a limit over (docs/security.md,
 // "No skipping the scheduler"), so a count here is a resize it did not see
@@ -172,7 +187,7 @@ var registerOnce sync.Once
 // called the Record functions do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, gangs, statusWrites, resizesOverLimit, chargedOverLimit)
+		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, heldWait, gangs, statusWrites, resizesOverLimit, chargedOverLimit)
 		legacyregistry.CustomMustRegister(usageCollector)
 	})
 }
@@ -205,6 +220,12 @@ func RecordPreempted(queue, reason string) { preempted.WithLabelValues(queue, re
 
 // RecordHold counts a pod becoming held, or held by another limit, by kind.
 func RecordHold(kind string) { holds.WithLabelValues(kind).Inc() }
+
+// ObserveHeldWait records the wait of a held pod let in: first held wait
+// ago, held last by kind.
+func ObserveHeldWait(kind string, wait time.Duration) {
+	heldWait.WithLabelValues(kind).Observe(wait.Seconds())
+}
 
 // RecordGang counts a gang event (GangHeld, GangReserved, ...).
 func RecordGang(event string) { gangs.WithLabelValues(event).Inc() }

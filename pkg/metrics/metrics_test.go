@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
@@ -225,8 +226,13 @@ userquota_gangs_total{event="timed_out"} 1
 // The metric names and labels pass Prometheus' lint.
 func TestLint(t *testing.T) {
 	Register()
-	unset := SetSource(&Source{Usage: manager(t), PerUser: true})
+	g := &ShareGauges{}
+	g.Set(map[string]ugm.ElasticQueue{"root.sandbox": elasticQueue(map[string]int64{"cpu": 1000}, map[string]int64{"cpu": 1000},
+		map[string]int64{"cpu": 2000}, map[string]int64{"cpu": 1500})})
+	unset := SetSource(&Source{Usage: manager(t), PerUser: true, Shares: g,
+		OldestHeld: func() map[string]time.Duration { return map[string]time.Duration{"User": time.Minute} }})
 	defer unset()
+	ObserveHeldWait("User", time.Minute)
 	RecordRefusal(errors.New("x"))
 	RecordIncrease(SourceReserve)
 	RecordDecrease(SourceRelease)
@@ -242,8 +248,10 @@ func TestLint(t *testing.T) {
 			text.WriteString(line)
 		}
 	}
-	if !strings.Contains(text.String(), "userquota_user_usage{") {
-		t.Fatalf("/metrics lacks the per-user series:\n%s", text.String())
+	for _, series := range []string{"userquota_user_usage{", "userquota_queue_borrowed{", "userquota_held_oldest_wait_seconds{", "userquota_held_wait_seconds_bucket{"} {
+		if !strings.Contains(text.String(), series) {
+			t.Fatalf("/metrics lacks %s...:\n%s", series, text.String())
+		}
 	}
 	problems, err := testutil.NewPromLinter(strings.NewReader(text.String())).Lint()
 	if err != nil {
