@@ -54,8 +54,9 @@ test-local: ## make run + make demo + make down, checking the verdicts (builds t
 bench-letin: ## let-in latency over 1000 releases on the real API server (docs/throughput.md)
 	$(GO) test -count=1 -timeout 20m -run '^TestLetInLatency$$' -v ./test/integration -args -letin-releases=1000 | grep -E 'let-in latency|^(ok|FAIL|---)'
 
-fuzz: ## fuzz the queue-config parser for FUZZTIME
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./pkg/queueconfig
+fuzz: ## fuzz the queue-config and quota-tree parsers for FUZZTIME each
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/queueconfig
+	$(GO) test -run='^$$' -fuzz='^FuzzTreeJSON$$' -fuzztime=$(FUZZTIME) ./pkg/queueconfig
 
 bench: ## ugm, share and let-in micro-benchmarks (see docs/performance.md)
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./pkg/resources ./pkg/shares ./pkg/ugm

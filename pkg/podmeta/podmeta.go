@@ -31,7 +31,14 @@ const (
 	// in an elastic queue it may then only use guaranteed capacity
 	// (docs/reclaim.md).
 	LabelPreemptible = "userquota.io/preemptible"
+	// LabelTreePrefix starts the label that names a pod's node in a quota
+	// tree: TreeLabel(tree) (docs/forests.md).
+	LabelTreePrefix = "tree.userquota.io/"
 )
+
+// TreeLabel is the label whose value names a pod's node in the quota tree
+// named tree: "tree.userquota.io/" + tree.
+func TreeLabel(tree string) string { return LabelTreePrefix + tree }
 
 // YuniKorn's keys, honoured after ours.
 const (

@@ -7,8 +7,13 @@ import "github.com/userquota/userquota/pkg/resources"
 // new version replaces it as a whole.
 type Config struct {
 	Partitions []*Partition
-	// Checksum is the hex SHA-256 of the YAML text the config was parsed from.
+	// Checksum is the hex SHA-256 of the YAML text the config was parsed
+	// from; with quota trees, of that text and every tree's source and
+	// JSON (LoadWithTrees).
 	Checksum string
+	// Trees are the quota trees loaded beside the queue config, sorted by
+	// name (forest.go; docs/forests.md). Nil without trees.
+	Trees []*Tree
 	// Notices lists keys that were accepted but are not acted on, one per
 	// key naming where it is first set and what happens instead
 	// (`partitions[0].preemption.enabled: not read: ...`), each partition

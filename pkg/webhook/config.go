@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -52,22 +53,27 @@ func (h *Handler) validateConfig(req *admissionv1.AdmissionRequest) *admissionv1
 	if err := json.Unmarshal(req.Object.Raw, &cm); err != nil {
 		return denied(http.StatusBadRequest, fmt.Sprintf("ConfigMap %s/%s: %v", req.Namespace, req.Name, err))
 	}
-	data, ok := cm.Data[h.cfg.ConfigMapKey]
-	if !ok {
+	if _, ok := cm.Data[h.cfg.ConfigMapKey]; !ok {
 		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: data.%s is missing: it holds the queue config", req.Namespace, req.Name, h.cfg.ConfigMapKey))
 	}
 	partition := h.cfg.Partition
 	if partition == "" {
 		partition = DefaultPartition
 	}
-	if _, err := queueconfig.Load([]byte(data), partition); err != nil {
+	// The queue config and the quota trees beside it, as the scheduler
+	// loads them (docs/forests.md).
+	if _, err := queueconfig.LoadConfigMap(cm.Data, h.cfg.ConfigMapKey, partition); err != nil {
 		problems := queueconfig.Problems(err)
 		noun := "problems"
 		if len(problems) == 1 {
 			noun = "problem"
 		}
-		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: data.%s is not a valid queue config (%d %s):\n%s",
-			req.Namespace, req.Name, h.cfg.ConfigMapKey, len(problems), noun, strings.Join(problems, "\n")))
+		what := "data." + h.cfg.ConfigMapKey + " is not a valid queue config"
+		if trees := treeKeys(cm.Data); len(trees) > 0 {
+			what = fmt.Sprintf("data.%s with the quota trees in %s is not a valid queue config", h.cfg.ConfigMapKey, strings.Join(trees, ", "))
+		}
+		return denied(http.StatusUnprocessableEntity, fmt.Sprintf("ConfigMap %s/%s: %s (%d %s):\n%s",
+			req.Namespace, req.Name, what, len(problems), noun, strings.Join(problems, "\n")))
 	}
 	return allowed()
 }
@@ -89,4 +95,16 @@ func deletedName(req *admissionv1.AdmissionRequest) (string, error) {
 		return "", fmt.Errorf("no name in the request or in oldObject (%v)", err)
 	}
 	return old.Metadata.Name, nil
+}
+
+// treeKeys lists, sorted, the data keys holding quota trees.
+func treeKeys(data map[string]string) []string {
+	var out []string
+	for k := range data {
+		if queueconfig.IsTreeKey(k) {
+			out = append(out, "data."+k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

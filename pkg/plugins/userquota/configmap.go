@@ -143,24 +143,29 @@ func (pl *Plugin) invalidConfig(logger klog.Logger, cm *v1.ConfigMap, err error)
 // names the ConfigMap and the key.
 type configMapError struct {
 	namespace, name, key string
-	err                  error
+	// trees are the keys holding quota trees, read with key.
+	trees []string
+	err   error
 }
 
 func (e *configMapError) Error() string {
+	if len(e.trees) > 0 {
+		return fmt.Sprintf("ConfigMap %s/%s, keys %q and %s: %v", e.namespace, e.name, e.key, quotedList(e.trees), e.err)
+	}
 	return fmt.Sprintf("ConfigMap %s/%s, key %q: %v", e.namespace, e.name, e.key, e.err)
 }
 
 func (e *configMapError) Unwrap() error { return e.err }
 
-// parseConfigMap loads the queue config of a version of the ConfigMap
-// with the whole validation the config webhook runs too (queueconfig.Load:
-// the config, and the partition of the plugin's args in it).
+// parseConfigMap loads the queue config of a version of the ConfigMap,
+// and the quota trees beside it (docs/forests.md), with the whole
+// validation the config webhook runs too (queueconfig.LoadConfigMap: the
+// config, the partition of the plugin's args in it, the trees).
 func (pl *Plugin) parseConfigMap(cm *v1.ConfigMap) (*queueconfig.Config, error) {
 	fail := func(err error) error {
-		return &configMapError{namespace: cm.Namespace, name: cm.Name, key: pl.args.ConfigMapKey, err: err}
+		return &configMapError{namespace: cm.Namespace, name: cm.Name, key: pl.args.ConfigMapKey, trees: treeKeys(cm.Data), err: err}
 	}
-	data, ok := cm.Data[pl.args.ConfigMapKey]
-	if !ok {
+	if _, ok := cm.Data[pl.args.ConfigMapKey]; !ok {
 		keys := make([]string, 0, len(cm.Data))
 		for k := range cm.Data {
 			keys = append(keys, fmt.Sprintf("%q", k))
@@ -171,7 +176,7 @@ func (pl *Plugin) parseConfigMap(cm *v1.ConfigMap) (*queueconfig.Config, error) 
 		}
 		return nil, fail(fmt.Errorf("no such key (the ConfigMap has %s)", strings.Join(keys, ", ")))
 	}
-	cfg, err := queueconfig.Load([]byte(data), pl.args.Partition)
+	cfg, err := queueconfig.LoadConfigMap(cm.Data, pl.args.ConfigMapKey, pl.args.Partition)
 	if err != nil {
 		return nil, fail(err)
 	}
