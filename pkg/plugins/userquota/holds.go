@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -111,13 +112,18 @@ func (h *holds) hold(p *hold.Pod, inCycle bool) *hold.Pod {
 	return h.book.Hold(p, h.clock.Now())
 }
 
-// letIn takes a pod let in off the book and returns its entry (nil when
-// it was not held). When it was refused in a cycle PreEnqueue has not
-// seen it leave, an echo is owed (see enqueued).
+// letIn takes a pod let in off the book, records how long it waited
+// (userquota_held_wait_seconds, by the kind that held it last) and returns
+// its entry (nil when it was not held). Every let-in comes here: the
+// plugin's (letin.go) and PreEnqueue's. When it was refused in a cycle
+// PreEnqueue has not seen it leave, an echo is owed (see enqueued).
 func (h *holds) letIn(uid types.UID) *hold.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.book.Remove(string(uid))
+	if p != nil {
+		metrics.ObserveHeldWait(string(hold.KindOf(p.Reason)), h.clock.Since(p.Since))
+	}
 	if _, ok := h.inCycle[string(uid)]; ok && p != nil {
 		h.inCycle[string(uid)] = true
 	}
@@ -203,6 +209,20 @@ func (h *holds) kinds() map[string]int {
 	out := make(map[string]int, len(h.book.Kinds()))
 	for k, n := range h.book.Kinds() {
 		out[string(k)] = n
+	}
+	return out
+}
+
+// oldest is, by kind, how long the pod held longest has been held since
+// its first hold (kinds that hold no pod are absent).
+func (h *holds) oldest() map[string]time.Duration {
+	now := h.clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	firsts := h.book.Oldest()
+	out := make(map[string]time.Duration, len(firsts))
+	for k, first := range firsts {
+		out[string(k)] = now.Sub(first)
 	}
 	return out
 }

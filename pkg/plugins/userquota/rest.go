@@ -21,11 +21,13 @@ import (
 func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc) error {
 	metrics.Register()
 	unset := metrics.SetSource(&metrics.Source{
-		Usage:    pl.ugm,
-		Leader:   func() bool { ok, _ := leader(); return ok },
-		PerUser:  pl.args.PerUserMetrics,
-		Held:     pl.held.kinds,
-		Admitted: pl.ugm.AdmittedCount,
+		Usage:      pl.ugm,
+		Leader:     func() bool { ok, _ := leader(); return ok },
+		PerUser:    pl.args.PerUserMetrics,
+		Held:       pl.held.kinds,
+		Admitted:   pl.ugm.AdmittedCount,
+		OldestHeld: pl.held.oldest,
+		Shares:     pl.elastic.gauges,
 	})
 	go func() {
 		<-ctx.Done()

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
@@ -54,7 +55,10 @@ type elasticQuotas struct {
 
 	pending  *pendingPods
 	capacity *capacity
-	kick     chan struct{}
+	// gauges show the shares in force and what each queue borrows
+	// (metrics), set at each recompute.
+	gauges *metrics.ShareGauges
+	kick   chan struct{}
 	// capacitySynced reports whether the capacity handlers saw every node
 	// and pod; synced that a table was computed after that.
 	capacitySynced func() bool
@@ -71,6 +75,7 @@ func newElasticQuotas(m *ugm.Manager, c clock.Clock) *elasticQuotas {
 		clock:          c,
 		pending:        newPendingPods(),
 		capacity:       newCapacity(),
+		gauges:         &metrics.ShareGauges{},
 		kick:           make(chan struct{}, 1),
 		capacitySynced: func() bool { return true },
 	}
@@ -162,13 +167,15 @@ func (e *elasticQuotas) configChanged(logger klog.Logger) {
 }
 
 // recompute computes the shares from the usage, the pending pods and the
-// capacity, puts them in force, and calls changed when any runtime share
-// changed.
+// capacity, puts them in force, shows them on the share gauges (with what
+// each elastic queue borrows, on its usage now), and calls changed when
+// any runtime share changed.
 func (e *elasticQuotas) recompute(logger klog.Logger) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.on() {
 		e.ugm.SetShares(nil)
+		e.gauges.Set(nil)
 		return
 	}
 	pending := e.pendingByQueue()
@@ -176,6 +183,7 @@ func (e *elasticQuotas) recompute(logger klog.Logger) {
 	t := e.ugm.ComputeShares(pending, e.capacity.total())
 	old := e.ugm.Shares()
 	e.ugm.SetShares(t)
+	e.gauges.Set(e.ugm.ElasticQueues())
 	logger.V(5).Info("Shares recomputed", "queues", len(t.All()), "duration", e.clock.Since(start))
 	e.reportScaling(logger, t)
 	if t.RuntimesDiffer(old) && e.changed != nil {
