@@ -55,9 +55,11 @@ partitions:
 // served by the scheduler: the scheduler binary, run from the chart's
 // objects with perUserMetrics (the dashboard's per-user row), takes a
 // small workload on the real control plane (labelled series appear only
-// after their first sample): bob's pods borrow the node, ann's (group
-// dev) take a loan back by preemption, carol's pod is held by her user
-// limit and another of hers, bound by someone else, is charged over it.
+// after their first sample): a pod of carol's held by her user limit is
+// let in (the wait of held pods), bob's pods borrow the node (the share
+// gauges of the elastic queues), ann's (group dev) take a loan back by
+// preemption, carol's pod is held by her user limit (the oldest hold) and
+// another of hers, bound by someone else, is charged over it.
 // Then each metric name of each PromQL expression of the dashboard (panel
 // targets and variable queries, parsed, not listed by hand) must have a
 // sample in its /metrics.
@@ -86,6 +88,16 @@ func TestDashboard(t *testing.T) {
 		return c.hasEvent(systemNamespace, userquota.ReasonConfigApplied), nil
 	})
 	k := c.startKubelet()
+	// A let-in (the wait of held pods): carol's second pod is held by her
+	// 1-cpu limit while her first runs and let in when it goes; both go
+	// before bob's pods need the node whole.
+	c.createPod(podSpec{name: "carol-first", user: "carol", queue: "root.b", cpu: "1"})
+	c.waitBound("carol-first", 30*time.Second)
+	c.createPod(podSpec{name: "carol-next", user: "carol", queue: "root.b", cpu: "1"})
+	c.waitHeld("carol-next")
+	c.deletePod("carol-first")
+	c.waitBound("carol-next", 30*time.Second)
+	c.deletePod("carol-next")
 	// bob's pods borrow the node whole; ann's first takes a's quarter back
 	// by preemption, her second, beyond a's guaranteed quarter but within
 	// its share (which grows with a's demand), finds root at its share and
