@@ -187,7 +187,8 @@ func (e *entry) advance(hl time.Duration, now time.Time) {
 	d := math.Exp2(-float64(dt) / float64(hl))
 	n := max(len(u), len(e.hist))
 	if e.hist == nil {
-		e.hist = make([]float64, 0, n)
+		// Room for cpu, memory, pods and one more without growing later.
+		e.hist = make([]float64, 0, max(n, 4))
 	}
 	for len(e.hist) < n {
 		e.hist = append(e.hist, 0)

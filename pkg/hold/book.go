@@ -97,6 +97,9 @@ type Book struct {
 	// lanesOf finds the lanes of each history.
 	fair    Fair
 	lanesOf map[fairshare.Key]map[*lane]struct{}
+	// rekey moves the lanes of a history whose key changed (made once:
+	// a func literal per sync would allocate).
+	rekey func(k fairshare.Key, key float64)
 }
 
 // lanes are the pods held by one limit, lane by lane.
@@ -197,6 +200,15 @@ func (b *Book) uncount(p *Pod) {
 // every held pod by its key now.
 func (b *Book) SetFair(f Fair) {
 	b.fair = f
+	b.rekey = func(k fairshare.Key, key float64) {
+		for l := range b.lanesOf[k] {
+			if l.key != key {
+				l.in.tree.Delete(l)
+				l.key = key
+				l.in.tree.ReplaceOrInsert(l)
+			}
+		}
+	}
 	if f != nil {
 		f.Changes(func(fairshare.Key, float64) {})
 	}
@@ -217,16 +229,7 @@ func (b *Book) sync() {
 	if b.fair == nil {
 		return
 	}
-	reset := b.fair.Changes(func(k fairshare.Key, key float64) {
-		for l := range b.lanesOf[k] {
-			if l.key != key {
-				l.in.tree.Delete(l)
-				l.key = key
-				l.in.tree.ReplaceOrInsert(l)
-			}
-		}
-	})
-	if reset {
+	if reset := b.fair.Changes(b.rekey); reset {
 		b.relane()
 	}
 }
