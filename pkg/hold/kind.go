@@ -48,6 +48,9 @@ const (
 	// KindConfig: no valid queue config is in force and the ConfigMap's
 	// does not load: every pod waits for a valid one (fail closed).
 	KindConfig Kind = "Config"
+	// KindTree: a quota tree's node (docs/forests.md): the pod's request
+	// does not fit the node its tree label names, or an ancestor of it.
+	KindTree Kind = "Tree"
 	// KindStarting: the scheduler is still accounting the pods already
 	// running (start-up): no pod is decided on partial usage. Such a hold
 	// is never written to the pod's status; it lasts until start-up ends.
@@ -80,6 +83,8 @@ func KindOf(reason error) Kind {
 			return KindShare
 		case r.Limit == ugm.LimitGuaranteed:
 			return KindGuaranteed
+		case r.Who == ugm.WhoTree:
+			return KindTree
 		case r.Who == ugm.WhoUser:
 			return KindUser
 		case r.Who == ugm.WhoGroup:
@@ -153,9 +158,9 @@ func (e *BehindError) Error() string {
 
 // block is what holds a pod, as a key of the book's index: the user or
 // group limit, the queue (its max, maxapplications or share), the
-// application, or placement.
+// application, a quota tree's node, or placement.
 type block struct {
-	kind byte // 'u', 'g', 'q', 'a', 'p'
+	kind byte // 'u', 'g', 'q', 'a', 't', 'p'
 	name string
 }
 
@@ -173,6 +178,8 @@ func blockOf(reason error) block {
 			return block{'u', r.Name}
 		case ugm.WhoGroup:
 			return block{'g', r.Name}
+		case ugm.WhoTree:
+			return treeBlock(r.Name, r.Node)
 		}
 		return block{'q', r.Queue}
 	case errors.As(reason, &conflict):
@@ -195,7 +202,7 @@ func touched(released *ugm.Request) []block {
 	for p := released.Queue; p != ""; p = queueconfig.ParentPath(p) {
 		out = append(out, block{'q', p})
 	}
-	return out
+	return treeBlocks(released, out)
 }
 
 // Affects reports whether req counts against the limit that reason says
@@ -221,6 +228,8 @@ func Affects(reason error, req *ugm.Request) bool {
 		return req.Queue == b.name || strings.HasPrefix(req.Queue, b.name+".")
 	case 'a':
 		return req.App.String() == b.name
+	case 't':
+		return onTree(req, b.name)
 	}
 	// Placement waits for a config change or an update of the pod itself.
 	return false

@@ -18,6 +18,8 @@ type Sieve map[sieveKey]int64
 // sieveKey names a limit: who, where, which resource.
 type sieveKey struct {
 	who, name, queue, limit, resource string
+	// node is a quota tree's node (ugm.WhoTree).
+	node string
 }
 
 func refusalKey(reason error) (sieveKey, int64, bool) {
@@ -25,7 +27,7 @@ func refusalKey(reason error) (sieveKey, int64, bool) {
 	if !errors.As(reason, &r) {
 		return sieveKey{}, 0, false
 	}
-	return sieveKey{r.Who, r.Name, r.Queue, r.Limit, r.Resource}, r.Request, true
+	return sieveKey{r.Who, r.Name, r.Queue, r.Limit, r.Resource, r.Node}, r.Request, true
 }
 
 // Refused records a refusal of this pass.

@@ -67,6 +67,8 @@ type admissions struct {
 	users  map[string]map[string]*held
 	groups map[string]map[string]*held
 	queues map[string]*held
+	// trees is the room held on each quota tree node (its subtree's).
+	trees map[treeKey]*held
 }
 
 func newAdmissions() admissions {
@@ -77,6 +79,7 @@ func newAdmissions() admissions {
 		users:  map[string]map[string]*held{},
 		groups: map[string]map[string]*held{},
 		queues: map[string]*held{},
+		trees:  map[treeKey]*held{},
 	}
 }
 
@@ -127,6 +130,9 @@ func (a *admissions) add(req *Request, group string, sign, apps int) {
 			a.queues[p] = h
 		}
 	})
+	if req.Trees != nil && len(req.Trees.Nodes) > 0 {
+		a.addHeld(req.Trees.Nodes, req.Resources, sign)
+	}
 }
 
 // stepHeld changes h (nil: empty) by sign times res and apps.
@@ -186,6 +192,8 @@ func (m *Manager) hold(key string, req *Request) *admission {
 	ad := &admission{key: key, req: *req}
 	ad.req.Groups = append([]string(nil), req.Groups...)
 	ad.req.Resources = req.Resources.Clone()
+	// The tree nodes it holds room on, taken back on these same nodes.
+	ad.req.Trees = m.forest.heldRefs(req)
 	aa := m.adm.apps[req.App]
 	if aa == nil {
 		group := ""

@@ -17,8 +17,29 @@ func (m *Manager) check(req *Request, soft *shareNeeds) (*queue, *app, string, e
 }
 
 // checkFor is check for the pod holding own (nil: none): its own held
-// room does not count against it.
+// room does not count against it. The quota trees the request names
+// (forest.go) are part of the same check: a label naming no leaf of its
+// tree refuses it first, a tree's quota after every queue limit.
 func (m *Manager) checkFor(req *Request, own *admission, soft *shareNeeds) (*queue, *app, string, error) {
+	if len(m.forest.trees) == 0 {
+		return m.checkQueues(req, own, soft)
+	}
+	if err := m.forest.visit(req, func(*treeState, *treeNodeState) {}); err != nil {
+		return nil, nil, "", err
+	}
+	leaf, a, group, err := m.checkQueues(req, own, soft)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if r := m.checkTrees(req, own); r != nil {
+		return nil, nil, "", r
+	}
+	return leaf, a, group, nil
+}
+
+// checkQueues is checkFor's check of the queue tree: placement's queue,
+// the application, and every user, group and queue limit on the path.
+func (m *Manager) checkQueues(req *Request, own *admission, soft *shareNeeds) (*queue, *app, string, error) {
 	if err := m.admittedConflict(req, own); err != nil {
 		return nil, nil, "", err
 	}

@@ -59,6 +59,11 @@ func (m *Manager) apply(in *InForce) {
 	p := in.Partition
 	m.partition = p
 	m.inForce.Store(in)
+	var trees []*queueconfig.Tree
+	if in.Config != nil {
+		trees = in.Config.Trees
+	}
+	m.forest.apply(trees)
 	for _, q := range m.queues.byPath {
 		if !q.dynamic || p == nil {
 			q.limits, q.dynamic = nil, false
@@ -152,6 +157,9 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 	if err != nil {
 		d.Err = err
 		return d
+	}
+	if len(m.forest.trees) > 0 && req.Trees != nil {
+		req.Trees = m.forest.heldRefs(&req)
 	}
 	d.Request, d.Placed = req, true
 	if d.Err = validate(&req); d.Err != nil {

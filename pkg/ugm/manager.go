@@ -44,6 +44,11 @@ type Request struct {
 	// elastic queue it may only use guaranteed capacity, never capacity
 	// lent by other queues (nonpreemptible.go).
 	NonPreemptible bool
+	// Trees is the request's part in the quota trees (forest.go): the
+	// pod's labels that name its nodes, and the nodes ugm charged. Nil
+	// for a pod that carries no tree label. Immutable: ugm replaces it on
+	// its own copies of a request, never changes it.
+	Trees *TreePart
 }
 
 // ErrUnknownApp is returned by Decrease for an application ugm does not
@@ -84,6 +89,9 @@ type Manager struct {
 	// adm is the room held for pods admitted and not charged yet
 	// (admission.go).
 	adm admissions
+	// forest is the quota trees in force and what is charged on them
+	// (forest.go).
+	forest forest
 }
 
 // New returns a Manager with no config: usage is tracked, nothing is limited.
@@ -166,6 +174,9 @@ func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err erro
 		group = m.groupOf(req, from)
 	}
 	over = m.overLimit(req, leaf, a, group)
+	if over == nil && len(m.forest.trees) > 0 {
+		over = m.forest.overTrees(m.forest.heldRefs(req).nodes(), req.Resources)
+	}
 	m.unadmit(key, false)
 	if err := m.commit(req, leaf, a, group); err != nil {
 		return nil, err
@@ -252,6 +263,11 @@ func (m *Manager) Decrease(req *Request) error {
 		if ended {
 			q.apps--
 		}
+	}
+	if req.Trees != nil && len(req.Trees.Nodes) > 0 {
+		var c bool
+		req.Trees, c = m.forest.charge(req.Trees, req.Resources, -1)
+		clamped = c || clamped
 	}
 	a.allocations--
 	a.usage.SubClamped(req.Resources)
@@ -414,6 +430,11 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 	}
 	a.allocations++
 	a.usage.AddUnchecked(req.Resources)
+	// Every tree the pod names, in force or not (forest.go); usage of the
+	// queue root bounds every tree node's, so none overflows.
+	if req.Trees != nil {
+		req.Trees, _ = m.forest.charge(m.forest.chargeRefs(req), req.Resources, 1)
+	}
 	for _, t := range [2]*tracker{u, g} {
 		if t == nil {
 			continue
@@ -464,6 +485,7 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 		}
 	}
 	apply(&a.usage)
+	m.forest.resize(req.Trees.nodes(), req.Resources, newResources)
 	for q := a.leaf; q != nil; q = q.parent {
 		apply(&q.usage)
 		if req.NonPreemptible {
@@ -510,6 +532,11 @@ func (m *Manager) resizeCheck(req *Request, newResources resources.Vector) (a *a
 	if a.leaf.limits != nil || m.partition == nil {
 		probe := Request{User: a.user.name, Groups: req.Groups, Queue: a.leaf.path, App: a.key, Resources: growth, NonPreemptible: req.NonPreemptible}
 		_, _, _, over = m.check(&probe, nil)
+	}
+	if over == nil {
+		if r := m.forest.overTrees(req.Trees.nodes(), growth); r != nil {
+			over = r
+		}
 	}
 	return a, over, nil
 }

@@ -46,6 +46,10 @@ type Refusal struct {
 	// Admitted is the part of Usage held by pods let into the scheduling
 	// queue and not running yet (admissions).
 	Admitted int64
+	// Node and Leaf, for WhoTree (forest.go): the node of the tree Name
+	// whose quota is exceeded, and the node the pod names (Node or a
+	// node below it). Queue is empty then.
+	Node, Leaf string
 }
 
 // NeverFits reports whether err refuses the request v by a resource max
@@ -89,6 +93,12 @@ func (r *Refusal) Error() string {
 	}
 	if r.Who == WhoQueue {
 		return fmt.Sprintf("queue %s would exceed max: %s", r.Queue, amounts)
+	}
+	if r.Who == WhoTree {
+		if r.Leaf != "" && r.Leaf != r.Node {
+			return fmt.Sprintf("quota tree %s node %s (above %s) would exceed its quota: %s", r.Name, r.Node, r.Leaf, amounts)
+		}
+		return fmt.Sprintf("quota tree %s node %s would exceed its quota: %s", r.Name, r.Node, amounts)
 	}
 	return fmt.Sprintf("%s %q would exceed maxresources in %s: %s", r.Who, r.Name, r.Queue, amounts)
 }

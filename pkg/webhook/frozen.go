@@ -56,11 +56,12 @@ func (h *Handler) refuseFrozen(req *admissionv1.AdmissionRequest, obj map[string
 		}
 		changes = append(changes, fmt.Sprintf("%s from %s to %s", k, quoteOrAbsent(was, had), quoteOrAbsent(now, has)))
 	}
+	changes = append(changes, treeLabelChanges(old, obj)...)
 	if changes == nil {
 		return nil
 	}
 	sort.Strings(changes)
-	return denied(http.StatusForbidden, fmt.Sprintf("Pod %s/%s is bound to node %s by %s, so its queue, application id and preemptible labels and annotations are read-only: the request changes %s. "+
+	return denied(http.StatusForbidden, fmt.Sprintf("Pod %s/%s is bound to node %s by %s, so its queue, application id, preemptible and quota tree labels and annotations are read-only: the request changes %s. "+
 		"Its usage is charged where it was admitted, by the values it had then; a changed value would move the charge or make the pod unreclaimable at the scheduler's next start. "+
 		"Set them before the pod is scheduled, or delete the pod and create it with the new values",
 		req.Namespace, req.Name, node, h.cfg.SchedulerName, strings.Join(changes, "; ")))

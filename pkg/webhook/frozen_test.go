@@ -152,3 +152,34 @@ func TestFrozenKeysAreReadOnes(t *testing.T) {
 		t.Errorf("frozen keys %v, want exactly %v", got, want)
 	}
 }
+
+// TestRefuseFrozenTrees: a bound pod's quota tree labels (any key under
+// tree.userquota.io/) are read-only like its queue label: changed, added
+// or removed, refused naming each; a pod not bound yet may change them,
+// and other labels of a bound pod change as usual.
+func TestRefuseFrozenTrees(t *testing.T) {
+	h := NewHandler(testConfig(t))
+	gpu, proj := podmeta.TreeLabel("gpu"), podmeta.TreeLabel("project")
+	for _, c := range []struct {
+		name                 string
+		node                 string
+		oldLabels, newLabels map[string]string
+		denied               []string
+	}{
+		{name: "relabelled", node: "node-1", oldLabels: kv(gpu, "h100-org1"), newLabels: kv(gpu, "a100-org1"),
+			denied: []string{"Pod ns/p is bound to node node-1", "quota tree labels", `label tree.userquota.io/gpu from "h100-org1" to "a100-org1"`, "charged where it was admitted"}},
+		{name: "added and removed", node: "node-1", oldLabels: kv(gpu, "h100-org1"), newLabels: kv(proj, "p1"),
+			denied: []string{`label tree.userquota.io/gpu from "h100-org1" to (absent); label tree.userquota.io/project from (absent) to "p1"`}},
+		{name: "with the queue label", node: "node-1", oldLabels: kv(gpu, "x", podmeta.LabelQueue, "root.a"), newLabels: kv(gpu, "y", podmeta.LabelQueue, "root.b"),
+			denied: []string{`label tree.userquota.io/gpu from "x" to "y"`, `label userquota.io/queue from "root.a" to "root.b"`}},
+		{name: "not bound yet", oldLabels: kv(gpu, "h100-org1"), newLabels: kv(gpu, "a100-org1")},
+		{name: "other labels", node: "node-1", oldLabels: kv(gpu, "h100-org1", "team", "a"), newLabels: kv(gpu, "h100-org1", "team", "b")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			old := metaPod("userquota-scheduler", c.node, c.oldLabels, nil)
+			obj := metaPod("userquota-scheduler", c.node, c.newLabels, nil)
+			resp, _ := send(t, h, review{path: PathMutate, op: admissionv1.Update, user: sue, obj: obj, old: old})
+			checkAnswer(t, resp, c.denied, 403)
+		})
+	}
+}

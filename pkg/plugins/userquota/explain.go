@@ -210,7 +210,7 @@ func (pl *Plugin) explainPending(e *dao.PodExplanation, pod *v1.Pod, v rest.View
 // reasons stand. fitsNow: the check found room for it now.
 func (pl *Plugin) freshReason(p *hold.Pod) (reason error, fitsNow bool) {
 	switch hold.KindOf(p.Reason) {
-	case hold.KindUser, hold.KindGroup, hold.KindQueue, hold.KindApplications, hold.KindShare, hold.KindGuaranteed:
+	case hold.KindUser, hold.KindGroup, hold.KindQueue, hold.KindApplications, hold.KindShare, hold.KindGuaranteed, hold.KindTree:
 	case hold.KindBehind:
 		var behind *hold.BehindError
 		if errors.As(p.Reason, &behind) && behind.Pod.Request != nil {

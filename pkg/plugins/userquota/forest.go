@@ -5,7 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // Quota trees (docs/forests.md): the ConfigMap's keys that hold them are
@@ -32,4 +36,16 @@ func quotedList(keys []string) string {
 		q[i] = fmt.Sprintf("%q", k)
 	}
 	return strings.Join(q, ", ")
+}
+
+// podTrees is the pod's part in the quota trees: its labels, when one of
+// them names a tree's node (podmeta.LabelTreePrefix); nil otherwise, so a
+// pod without tree labels costs no allocation.
+func podTrees(pod *v1.Pod) *ugm.TreePart {
+	for k := range pod.Labels {
+		if strings.HasPrefix(k, podmeta.LabelTreePrefix) {
+			return &ugm.TreePart{Labels: pod.Labels}
+		}
+	}
+	return nil
 }

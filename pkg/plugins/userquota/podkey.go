@@ -45,7 +45,7 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition, queues pla
 		return req, err
 	}
 	return ugm.Request{User: user, Groups: groups, Queue: placed.Queue, Create: placed.Create, App: podApp(pod), Resources: res,
-		NonPreemptible: !podPreemptible(pod)}, nil
+		NonPreemptible: !podPreemptible(pod), Trees: podTrees(pod)}, nil
 }
 
 // placer decides pod against the config ugm has in force (ugm.Decide).

@@ -174,7 +174,8 @@ func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
 		res = nil
 	}
 	logger.Error(err, "Running pod would not be admitted as a new pod; charging it anyway", "pod", klog.KObj(pod), "user", user, "queue", queue)
-	return ugm.Request{User: user, Groups: groups, Queue: queue, Create: create, App: podApp(pod), Resources: res, NonPreemptible: !podPreemptible(pod)}
+	return ugm.Request{User: user, Groups: groups, Queue: queue, Create: create, App: podApp(pod), Resources: res, NonPreemptible: !podPreemptible(pod),
+		Trees: podTrees(pod)}
 }
 
 func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
