@@ -119,7 +119,14 @@ func (s *sim) letInAfter(f *freed) {
 		s.letIn(s.book.All(order))
 		return
 	}
-	s.letIn(s.book.Released(f.released, hold.Window, order))
+	var sieve hold.Sieve
+	if !s.opts.Estimates {
+		// The estimates read the held pods' reasons, which a pod passed
+		// over keeps from its last try: their reference accuracy
+		// (pkg/estimate) was measured trying every pod.
+		sieve = hold.Sieve{}
+	}
+	s.letInPass(s.book.Released(f.released, hold.Window, order), sieve)
 	if f.sharesBefore == nil || s.book.Kinds()[hold.KindShare] == 0 || !s.computeShares(nil).RuntimesDiffer(f.sharesBefore) {
 		return
 	}
@@ -138,15 +145,29 @@ func (s *sim) letInAfter(f *freed) {
 // without blocking those behind it. When a pod let in had kept its room
 // (a starving pod), the pods held behind it are tried next, then the held
 // pods of the gangs reserved meanwhile.
-func (s *sim) letIn(cands []*hold.Pod) {
+func (s *sim) letIn(cands []*hold.Pod) { s.letInPass(cands, nil) }
+
+// letInPass is letIn passing over, when sieve is not nil, the pods held by
+// a limit that already refused as large a request in this pass, without
+// trying them (hold.Sieve), as the plugin's let-in after a release does:
+// usage only grows during a pass, so they would be refused again, and a
+// pod tried and refused again prints nothing. It keeps a release over a
+// deep backlog (fair-flood-*: 990 held pods) from trying every pod.
+func (s *sim) letInPass(cands []*hold.Pod, sieve hold.Sieve) {
 	var opened []*hold.Pod
 	for _, c := range cands {
 		p, _ := c.Obj.(*pendingPod)
 		if p == nil || s.book.Get(c.Key) == nil {
 			continue
 		}
+		if sieve != nil && sieve.Skip(c.Reason) {
+			continue
+		}
 		d := s.try(p)
 		if d.result == refusedPod {
+			if sieve != nil {
+				sieve.Refused(d.reason)
+			}
 			s.hold(p, d)
 			continue
 		}
