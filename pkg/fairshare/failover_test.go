@@ -23,7 +23,7 @@ import (
 // restored at its own start, long before, and has seen every charge and
 // release since, late by the informer's lag). Each is compared with the
 // history an uninterrupted leader would have: the decayed usage of every
-// user, as a share of the queue, every minute for hours after.
+// user, as a share of the queue, every 5 minutes for 4 hours after.
 //
 // The bound: after a restore, the history assumes that what ran when the
 // last record was written (at tp) ran until the restore (at tr); the true
@@ -251,7 +251,7 @@ func measureFailover(t *testing.T, halfLife time.Duration, seed uint64) failover
 
 	gap := restartAt.Sub(writtenAt)
 	res := failoverResult{gap: gap, bound: maxDrift * (1 - math.Exp2(-float64(gap)/float64(halfLife))) / 100000}
-	for at := restartAt; at.Before(until); at = at.Add(time.Minute) {
+	for at := restartAt; at.Before(until); at = at.Add(5 * time.Minute) {
 		step(at)
 		for u := range 40 {
 			k := Key{Queue: "root.q", Name: fmt.Sprintf("user-%02d", u)}
