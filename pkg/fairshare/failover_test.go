@@ -125,11 +125,11 @@ func (h *History) shareAt(k Key, t time.Time) float64 {
 	return share
 }
 
-// persisted is what the leader wrote last: through Shards and Decode, as
-// the ConfigMaps carry it.
-func persisted(t *testing.T, h *History) []Record {
+// carried is what a replica reads of records the leader wrote: through
+// Shards and Decode, as the ConfigMaps carry them.
+func carried(t *testing.T, recs []Record) []Record {
 	t.Helper()
-	shards, err := Shards(h.Records(), TargetShardBytes, MaxShardBytes)
+	shards, err := Shards(recs, TargetShardBytes, MaxShardBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func measureFailover(t *testing.T, halfLife time.Duration, seed uint64) failover
 			for !nextWrite.After(e.at) {
 				if nextWrite.Before(failAt) {
 					leader.c.SetTime(nextWrite)
-					lastWrite, writtenAt = persisted(t, leader.h), nextWrite
+					lastWrite, writtenAt = leader.h.Records(), nextWrite
 					atWrite = map[string]int64{}
 					for u, x := range usage {
 						atWrite[u] = x
@@ -211,7 +211,7 @@ func measureFailover(t *testing.T, halfLife time.Duration, seed uint64) failover
 					// The follower starts: it restores the last write
 					// and charges the running pods.
 					follower = newReplica(p, nextWrite)
-					follower.h.Restore(lastWrite)
+					follower.h.Restore(carried(t, lastWrite))
 					running(follower, evs[:i], nextWrite)
 					follower.h.Settle()
 				}
@@ -243,7 +243,7 @@ func measureFailover(t *testing.T, halfLife time.Duration, seed uint64) failover
 	// The restarted leader: a new replica restoring the last write, and
 	// for comparison one that lost the history.
 	restarted = newReplica(p, restartAt)
-	restarted.h.Restore(lastWrite)
+	restarted.h.Restore(carried(t, lastWrite))
 	running(restarted, evs[:i], restartAt)
 	restarted.h.Settle()
 	fresh = newReplica(p, restartAt)
