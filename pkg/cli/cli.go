@@ -62,8 +62,8 @@ Usage:
   userquotactl why POD [-n NAMESPACE] [--server URL] [-o text|json]
   userquotactl held QUEUE [--offset N] [--limit N] [--server URL] [-o table|json]
   userquotactl usage --server URL [--user NAME | --group NAME | --me] [-o tree|json]
-  userquotactl validate FILE
-  userquotactl simulate --config FILE --trace FILE [--partition NAME] [--requeue [--starvation D] [--estimates]]
+  userquotactl validate FILE [--tree FILE]...
+  userquotactl simulate --config FILE --trace FILE [--partition NAME] [--tree FILE]... [--requeue [--starvation D] [--estimates]]
   userquotactl help
 
 Commands:
@@ -89,9 +89,10 @@ Commands:
             your groups', and needs no RBAC on the API, only your token.
             Exit 1 when the server cannot be read or does not know the user
             or group.
-  validate  Parse and validate a queue-config YAML file. Prints a summary and
-            any notes when it is valid (exit 0), else every problem, one per
-            line (exit 1).
+  validate  Parse and validate a queue-config YAML file, with the quota trees
+            (QuotaTree JSON) each --tree names beside it. Prints a summary
+            and any notes when it is valid (exit 0), else every problem, one
+            per line (exit 1).
   simulate  Replay a JSON Lines trace of allocate, release and config ops
             through the scheduler's quota code. Prints one JSON line per
             trace line, then a usage snapshot. Exit 0 when the trace was read

@@ -26,6 +26,8 @@ func (c *cli) simulate(args []string) int {
 	requeue := fs.Bool("requeue", false, "hold refused pods (they count as demand) and let them in as the scheduler does after release, config and capacity lines and gang timeouts")
 	starvation := fs.Duration("starvation", simulator.DefaultStarvation, "with --requeue: how long a held pod waits (on the clock of time and wait lines) before the room it needs is kept for it; 0 turns it off")
 	estimates := fs.Bool("estimates", false, "with --requeue: estimate each held pod's wait as the scheduler's explanation would, compare with its let-in, and print a summary line after the snapshot")
+	var trees treeFiles
+	fs.Var(&trees, "tree", "a quota tree (QuotaTree JSON) beside the config; repeat for a forest (docs/forests.md)")
 	fairness := fs.Bool("fairness", false, "print, after the snapshot, Jain's fairness index over the users' dominant shares, sampled after every line and completion (docs/fairness.md)")
 	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
@@ -55,6 +57,11 @@ func (c *cli) simulate(args []string) int {
 		c.errorf("%v", err)
 		return exitFailed
 	}
+	treeJSON, err := trees.read()
+	if err != nil {
+		c.errorf("%v", err)
+		return exitFailed
+	}
 	trace, err := os.Open(*tracePath)
 	if err != nil {
 		c.errorf("%v", err)
@@ -62,7 +69,7 @@ func (c *cli) simulate(args []string) int {
 	}
 	defer trace.Close()
 
-	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue, Starvation: *starvation, Estimates: *estimates, Fairness: *fairness})
+	err = simulator.Run(cfg, trace, stdout, simulator.Options{Partition: *partition, Log: stderr, Requeue: *requeue, Starvation: *starvation, Estimates: *estimates, Fairness: *fairness, Trees: treeJSON})
 	var cfgErr *simulator.ConfigError
 	switch {
 	case errors.As(err, &cfgErr):

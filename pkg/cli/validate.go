@@ -16,6 +16,8 @@ import (
 func (c *cli) validate(args []string) int {
 	stdout := c.stdout
 	fs := newFlagSet("validate")
+	var trees treeFiles
+	fs.Var(&trees, "tree", "a quota tree (QuotaTree JSON) beside the config, validated with it; repeat for a forest (docs/forests.md)")
 	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
 	}
@@ -27,7 +29,12 @@ func (c *cli) validate(args []string) int {
 		c.errorf("%v", err)
 		return exitFailed
 	}
-	cfg, err := queueconfig.Parse(data)
+	treeJSON, err := trees.read()
+	if err != nil {
+		c.errorf("%v", err)
+		return exitFailed
+	}
+	cfg, err := queueconfig.LoadWithTrees(data, treeJSON, "")
 	if err != nil {
 		for _, p := range queueconfig.Problems(err) {
 			fmt.Fprintln(stdout, printable(p, false))
@@ -51,8 +58,16 @@ func summary(cfg *queueconfig.Config) string {
 			limits += len(q.Limits)
 		})
 	}
-	return fmt.Sprintf("valid: %s, %s, %s",
+	out := fmt.Sprintf("valid: %s, %s, %s",
 		plural(len(cfg.Partitions), "partition"), plural(queues, "queue"), plural(limits, "limit"))
+	if len(cfg.Trees) > 0 {
+		nodes := 0
+		for _, t := range cfg.Trees {
+			nodes += t.Len()
+		}
+		out += fmt.Sprintf(", %s of %s", plural(len(cfg.Trees), "quota tree"), plural(nodes, "node"))
+	}
+	return out
 }
 
 func plural(n int, noun string) string {

@@ -36,6 +36,9 @@ type Source struct {
 	OldestHeld func() map[string]time.Duration
 	// Shares are the share gauges of elastic queues (nil: none).
 	Shares *ShareGauges
+	// Forest returns the quota trees in force with each node's quota and
+	// usage ((*ugm.Manager).Forest; nil: none; forest.go).
+	Forest func() []ugm.ForestTree
 }
 
 var current atomic.Pointer[Source]
@@ -88,6 +91,7 @@ func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 		userUsageDesc, userLimitDesc, userAppsDesc, groupUsageDesc, groupLimitDesc, groupAppsDesc,
 		heldDesc, admittedDesc, heldOldestDesc,
 		guaranteedShareDesc, runtimeShareDesc, borrowedDesc,
+		treeUsageDesc, treeQuotaDesc,
 	} {
 		ch <- d
 	}
@@ -123,6 +127,7 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 		}
 	}
 	s.Shares.collect(ch)
+	collectForest(s.Forest, gauge)
 
 	nUsers, nGroups := s.Usage.Counts()
 	gauge(trackedUsersDesc, float64(nUsers))

@@ -141,9 +141,16 @@ func LoadConfigMap(data map[string]string, key, partition string) (*Config, erro
 // read from (a ConfigMap key, a file) to its JSON. Every problem of the
 // queue config and of every tree is reported, the queue config's first,
 // then the trees' by source; nothing is loaded unless all is valid. Without
-// trees it is Load.
+// trees it is Load. An empty partition asks for none (Parse: the
+// simulator picks its partition itself).
 func LoadWithTrees(queues []byte, trees map[string]string, partition string) (*Config, error) {
-	cfg, err := Load(queues, partition)
+	var cfg *Config
+	var err error
+	if partition == "" {
+		cfg, err = Parse(queues)
+	} else {
+		cfg, err = Load(queues, partition)
+	}
 	if len(trees) == 0 {
 		return cfg, err
 	}

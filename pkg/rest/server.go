@@ -84,6 +84,9 @@ type Options struct {
 	// HeldCounts returns how many pods are held in each leaf queue, for
 	// the page's links to them; nil: the page links none.
 	HeldCounts func() map[string]int
+	// Forest returns the quota trees in force with each node's quota and
+	// usage ((*ugm.Manager).Forest; forest.go); nil: none.
+	Forest func() []ugm.ForestTree
 	// Auth protects every path except /healthz and /readyz (which kubelet
 	// probes without credentials): all of them authenticated, all but the
 	// caller's own usage (/usage/me) authorized. nil means no protection
@@ -102,6 +105,7 @@ func NewHandler(o Options) http.Handler {
 	api.HandleFunc("/ws/v1/partition/{partition}/usage/{rest...}", s.leaderOnly(s.usage))
 	api.HandleFunc("/ws/v1/partition/{partition}/usage", s.leaderOnly(s.usage))
 	api.HandleFunc("/ws/v1/partition/{partition}/queues", s.leaderOnly(s.queues))
+	api.HandleFunc(TreesPattern, s.leaderOnly(s.trees))
 	api.HandleFunc(dao.HeldPath, s.leaderOnly(s.held))
 	api.HandleFunc("/ws/v1/config", s.config)
 	api.HandleFunc("/{$}", s.leaderOnly(s.page))

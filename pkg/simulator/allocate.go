@@ -118,11 +118,11 @@ func (s *sim) try(p *pendingPod) decision {
 	p.demand = true
 	var r *ugm.Refusal
 	if errors.As(err, &r) {
-		out.Who, out.Name, out.Queue, out.Limit = r.Who, r.Name, r.Queue, r.Limit
+		out.Who, out.Name, out.Queue, out.Node, out.Limit = r.Who, r.Name, r.Queue, r.Node, r.Limit
 		if r.Limit == ugm.LimitResources || r.Limit == ugm.LimitShare {
 			out.Resource = r.Resource
 		}
-		p.demand = r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup
+		p.demand = r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup && r.Who != ugm.WhoTree
 	}
 	d.out, d.result, d.reason = out, refusedPod, err
 	return d
@@ -170,11 +170,17 @@ func allocateRequest(l *traceLine) (ugm.Request, error) {
 			return ugm.Request{}, errors.New(`"user" is empty (leave it out for the default user)`)
 		}
 	}
+	labels, trees, err := podTrees(l)
+	if err != nil {
+		return ugm.Request{}, err
+	}
+	l.Labels = labels
 	req := ugm.Request{
 		User:      user,
 		Groups:    l.Groups,
 		App:       ugm.AppKey{Namespace: l.Namespace, ID: l.App},
 		Resources: vec,
+		Trees:     trees,
 	}
 	if req.App.Namespace == "" {
 		req.App.Namespace = defaultNamespace

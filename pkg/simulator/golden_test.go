@@ -87,6 +87,18 @@ func caseOptions(t *testing.T, base string) Options {
 	fl.DurationVar(&opts.Starvation, "starvation", DefaultStarvation, "")
 	fl.StringVar(&opts.Partition, "partition", "", "")
 	fl.BoolVar(&opts.Fairness, "fairness", false, "")
+	// --tree FILE, relative to the case's directory, keyed as written.
+	fl.Func("tree", "", func(path string) error {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(base), path))
+		if err != nil {
+			return err
+		}
+		if opts.Trees == nil {
+			opts.Trees = map[string]string{}
+		}
+		opts.Trees[path] = string(b)
+		return nil
+	})
 	if err := fl.Parse(strings.Fields(string(data))); err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,14 @@ type allowed struct {
 // refused is {"pod":"p1","allowed":false,"reason":...} and, for a limit,
 // who went over which one.
 type refused struct {
-	Pod      string `json:"pod"`
-	Allowed  bool   `json:"allowed"`
-	Reason   string `json:"reason"`
-	Who      string `json:"who,omitempty"`
-	Name     string `json:"name,omitempty"`
-	Queue    string `json:"queue,omitempty"`
+	Pod     string `json:"pod"`
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason"`
+	Who     string `json:"who,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Queue   string `json:"queue,omitempty"`
+	// Node is a quota tree's node (who "tree", name the tree).
+	Node     string `json:"node,omitempty"`
 	Limit    string `json:"limit,omitempty"`
 	Resource string `json:"resource,omitempty"`
 }
@@ -127,8 +129,11 @@ type lineError struct {
 // none is; the key is absent without the option, as the contract's
 // snapshot has it).
 type snapshot struct {
-	Users   []ugm.UserUsage  `json:"users"`
-	Groups  []ugm.GroupUsage `json:"groups"`
-	Queues  *ugm.QueueUsage  `json:"queues"`
+	Users  []ugm.UserUsage  `json:"users"`
+	Groups []ugm.GroupUsage `json:"groups"`
+	Queues *ugm.QueueUsage  `json:"queues"`
+	// Trees are the quota trees in force, each node with its quota and
+	// usage (absent without trees: docs/forests.md).
+	Trees   []ugm.ForestTree `json:"trees,omitempty"`
 	Pending *[]string        `json:"pending,omitempty"`
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// the snapshot: how far the estimates were off (p50 and p90 absolute
 	// error). Only Requeue holds pods.
 	Estimates bool
+	// Trees are quota trees beside the initial config: where each was read
+	// from (a file) to its QuotaTree JSON (docs/forests.md). Nil: none.
+	Trees map[string]string
 	// Fairness prints, after the snapshot (and the estimates' line), Jain's
 	// fairness index over the users' dominant shares: sampled after every
 	// line and every completion, its mean over the samples and over the
@@ -89,7 +92,7 @@ func Run(cfgText []byte, trace io.Reader, out io.Writer, opts Options) error {
 		return err
 	}
 	m := s.ledger.Manager()
-	s.emit(snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues(), Pending: s.pendingNames()})
+	s.emit(snapshot{Users: m.Users(), Groups: m.Groups(), Queues: m.Queues(), Trees: m.Forest(), Pending: s.pendingNames()})
 	if s.est != nil {
 		s.emit(s.est.summary())
 	}
@@ -118,12 +121,12 @@ func newSim(cfgText []byte, opts Options, out io.Writer) (*sim, error) {
 	}
 	s.ledger.Observe(observers{history: s.fair, index: s.index})
 	s.book.SetFair(s.fair)
-	part, notices, errs := loadPartition(cfgText, opts.Partition)
+	cfg, part, errs := loadConfig(cfgText, opts.Trees, opts.Partition)
 	if errs != nil {
 		return nil, &ConfigError{Errs: errs}
 	}
-	s.logNotices("config", notices)
-	s.setPartition(part)
+	s.logNotices("config", cfg.Notices)
+	s.setConfig(cfg, part)
 	if opts.Estimates {
 		s.est = newEstimates()
 	}
@@ -180,10 +183,13 @@ func (s *sim) emit(v any) {
 
 // setPartition puts a validated partition in force, in ugm and for
 // placement, as the plugin swaps its config.
-func (s *sim) setPartition(p *queueconfig.Partition) {
+func (s *sim) setConfig(cfg *queueconfig.Config, p *queueconfig.Partition) {
 	s.partition = p
 	s.policy = placement.New(p, defaultQueue)
-	s.ledger.Manager().SetConfig(p)
+	// The whole config, its quota trees included.
+	if err := s.ledger.Manager().Enforce(cfg, p.Name); err != nil {
+		panic(err) // loadConfig found the partition in cfg
+	}
 }
 
 // replay reads the trace to the end, one output line per non-blank line.
@@ -341,35 +347,21 @@ func (s *sim) config(n int, l *traceLine) any {
 	if l.Config == nil {
 		return lineError{Line: n, Error: `config: missing "config" (the queue-config YAML text)`}
 	}
-	part, notices, errs := loadPartition([]byte(*l.Config), s.opts.Partition)
+	trees, err := configTrees(l.Trees)
+	if err != nil {
+		return lineError{Line: n, Error: "config: " + err.Error()}
+	}
+	cfg, part, errs := loadConfig([]byte(*l.Config), trees, s.opts.Partition)
 	if errs != nil {
 		return configLine{Config: "rejected", Errors: errs}
 	}
-	s.logNotices(fmt.Sprintf("line %d", n), notices)
-	s.setPartition(part)
+	s.logNotices(fmt.Sprintf("line %d", n), cfg.Notices)
+	s.setConfig(cfg, part)
 	// The plugin drops all room held on a config change, gang
 	// reservations too: a gang's next pod reserves under the new config.
 	s.ledger.Manager().UnadmitAll()
 	s.refreshPending()
 	return configLine{Config: "applied"}
-}
-
-// loadPartition parses and validates a whole config and picks the
-// partition. On failure it returns every problem, one per element.
-func loadPartition(text []byte, name string) (*queueconfig.Partition, []string, []string) {
-	cfg, err := queueconfig.Parse(text)
-	if err != nil {
-		problems := queueconfig.Problems(err)
-		if len(problems) == 0 {
-			problems = []string{"invalid config"}
-		}
-		return nil, nil, problems
-	}
-	p := cfg.Partition(name)
-	if p == nil {
-		return nil, nil, []string{fmt.Sprintf("partition %q is not in the config", name)}
-	}
-	return p, cfg.Notices, nil
 }
 
 func (s *sim) logNotices(where string, notices []string) {

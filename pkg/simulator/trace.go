@@ -68,6 +68,10 @@ type traceLine struct {
 	// completes (is released) when the clock passes it. Nil: it runs
 	// until a release line.
 	Runtime *string `json:"runtime"`
+	// Trees: on an allocate line the pod's quota tree nodes, an object of
+	// tree names to node names; on a config line the new config's quota
+	// trees, a list of QuotaTree objects (forest.go). Nil when absent.
+	Trees json.RawMessage `json:"trees"`
 }
 
 // decodeLine parses one trace line strictly: exactly one JSON object, keys

@@ -28,6 +28,7 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		Admitted:   pl.ugm.AdmittedCount,
 		OldestHeld: pl.held.oldest,
 		Shares:     pl.elastic.gauges,
+		Forest:     pl.ugm.Forest,
 	})
 	go func() {
 		<-ctx.Done()
@@ -50,6 +51,7 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		Why:        pl.why,
 		Held:       pl.heldPods,
 		HeldCounts: pl.held.queueCounts,
+		Forest:     pl.ugm.Forest,
 	}
 	var tlsConfig *tls.Config
 	var err error
