@@ -225,3 +225,24 @@ func FuzzTreeJSON(f *testing.F) {
 		})
 	})
 }
+
+// TestForestExample: examples/forest.yaml and examples/gpu-model.tree.json
+// (docs/forests.md) load together as a ConfigMap's data.
+func TestForestExample(t *testing.T) {
+	queues, err := os.ReadFile("../../examples/forest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := os.ReadFile("../../examples/gpu-model.tree.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfigMap(map[string]string{"queues.yaml": string(queues), "gpu-model.tree.json": string(tree)}, "queues.yaml", DefaultPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Tree("gpu-model")
+	if g == nil || g.Label != "tree.userquota.io/gpu-model" || g.Len() != 7 || !g.Node("org-a-h100").Leaf() || len(cfg.Notices) != 0 {
+		t.Fatalf("tree %+v, notices %v", g, cfg.Notices)
+	}
+}
