@@ -1,13 +1,12 @@
 package fairshare
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strconv"
+
+	"github.com/userquota/userquota/pkg/cmshard"
 )
 
 // Record is one history as kept across restarts: a JSON line of a shard
@@ -38,53 +37,30 @@ func (k Key) less(o Key) bool {
 	return k.Name < o.Name
 }
 
-// MaxShardBytes bounds one shard's data: a ConfigMap holds at most 1 MiB
-// in all, and the object's metadata needs some of it.
-const MaxShardBytes = 1000 * 1024
-
-// TargetShardBytes is how full shards are planned: half a ConfigMap, so
-// that the hash's spread never takes one over MaxShardBytes and a shard
-// rewritten holds at most about this much.
-const TargetShardBytes = 512 * 1024
+// MaxShardBytes and TargetShardBytes are cmshard's: one shard's data at
+// most, and how full shards are planned.
+const (
+	MaxShardBytes    = cmshard.MaxShardBytes
+	TargetShardBytes = cmshard.TargetShardBytes
+)
 
 // Shards encodes recs as JSON lines in n shards, n a power of two at
 // least total/target: a record goes to the shard its key hashes to, so
 // that a change rewrites only the shards of the keys that changed and
-// shards keep their records while n stays. No shard is over max bytes (n
-// doubles until none is). Empty recs: one empty shard.
+// shards keep their records while n stays (cmshard.Shards). No shard is
+// over max bytes. Empty recs: one empty shard.
 func Shards(recs []Record, target, max int) ([][]byte, error) {
-	lines := make([][]byte, len(recs))
-	total := 0
+	lines := make([]cmshard.Line, len(recs))
 	for i := range recs {
 		b, err := encodeRecord(&recs[i])
 		if err != nil {
 			return nil, err
 		}
-		if len(b) > max {
-			return nil, fmt.Errorf("history of %s %q in %s is %d bytes, more than a shard holds", kindName(recs[i].Group), recs[i].Name, recs[i].Queue, len(b))
-		}
-		lines[i] = b
-		total += len(b)
+		lines[i] = cmshard.Line{Hash: shardHash(recs[i].key()), Data: b}
 	}
-	n := 1
-	for n*target < total {
-		n *= 2
-	}
-	for {
-		shards := make([][]byte, n)
-		over := false
-		for i := range recs {
-			s := shardOf(recs[i].key(), n)
-			shards[s] = append(shards[s], lines[i]...)
-			if len(shards[s]) > max {
-				over = true
-			}
-		}
-		if !over {
-			return shards, nil
-		}
-		n *= 2
-	}
+	return cmshard.Shards(lines, target, max, func(i int) string {
+		return fmt.Sprintf("history of %s %q in %s", kindName(recs[i].Group), recs[i].Name, recs[i].Queue)
+	})
 }
 
 func kindName(group bool) string {
@@ -94,13 +70,9 @@ func kindName(group bool) string {
 	return "user"
 }
 
-// shardOf is the shard of k among n.
-func shardOf(k Key, n int) int {
-	f := fnv.New32a()
-	f.Write([]byte(k.Queue))
-	f.Write([]byte{0, boolByte(k.Group), 0})
-	f.Write([]byte(k.Name))
-	return int(f.Sum32() % uint32(n))
+// shardHash is the hash of k that picks its shard.
+func shardHash(k Key) uint32 {
+	return cmshard.Hash(k.Queue, string([]byte{boolByte(k.Group)}), k.Name)
 }
 
 func boolByte(b bool) byte {
@@ -137,21 +109,15 @@ func round6(x float64) float64 {
 // skipped and counted in bad: a torn or hand-edited shard loses only its
 // bad lines.
 func Decode(data []byte) (recs []Record, bad int) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), MaxShardBytes+1)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	ok := cmshard.Lines(data, func(line []byte) {
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil || r.Queue == "" || r.Name == "" || !finite(r.Decayed) || !nonNegative(r.Usage) {
 			bad++
-			continue
+			return
 		}
 		recs = append(recs, r)
-	}
-	if sc.Err() != nil {
+	})
+	if !ok {
 		bad++
 	}
 	return recs, bad

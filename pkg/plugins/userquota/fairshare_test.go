@@ -64,7 +64,7 @@ func TestFairShareStore(t *testing.T) {
 	client := fake.NewClientset()
 	leads := false
 	h := fairStoreHistory(t, c)
-	st := &fairShareStore{client: client, namespace: "ns", history: h, leading: func() bool { return leads }}
+	st := newFairShareStore(client, "ns", h, func() bool { return leads })
 	for u := range 3 {
 		h.Charged(fairReq(fmt.Sprintf("u%d", u), "2"))
 	}
@@ -110,7 +110,7 @@ func TestFairShareStore(t *testing.T) {
 	// A new replica restores it: u0's decayed usage, u1's and u2's.
 	c2 := testingclock.NewFakeClock(c.Now())
 	h2 := fairStoreHistory(t, c2)
-	st2 := &fairShareStore{client: client, namespace: "ns", history: h2, leading: func() bool { return false }}
+	st2 := newFairShareStore(client, "ns", h2, func() bool { return false })
 	if err := st2.restore(ctx, logger); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestFairShareRestoreFails(t *testing.T) {
 		return true, nil, errors.New("forbidden")
 	})
 	h := fairStoreHistory(t, c)
-	st := &fairShareStore{client: client, namespace: "ns", history: h, leading: func() bool { return true }}
+	st := newFairShareStore(client, "ns", h, func() bool { return true })
 	if err := st.restore(ctx, logger); err == nil {
 		t.Fatal("restore succeeded")
 	}

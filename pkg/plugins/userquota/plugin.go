@@ -99,7 +99,7 @@ type Plugin struct {
 	// fair is the usage history that orders fair queues, fairStore its
 	// ConfigMaps (fairshare.go).
 	fair      *fairshare.History
-	fairStore *fairShareStore
+	fairStore *shardStore
 }
 
 // New is the plugin factory registered with the scheduler.
