@@ -32,25 +32,38 @@ type Ledger struct {
 	mu   sync.Mutex
 	ugm  *ugm.Manager
 	pods map[string]*Charge
-	// observer is told every charge and release (nil: nobody).
-	observer Observer
+	// observers are told every charge and release, in the order added.
+	observers []Observer
 }
 
 // Observer is told each charge and release of the ledger, after ugm made
 // it, under the ledger's lock (so in the order they happened): the usage
-// history of fair order (pkg/fairshare). A resize is told as the release
-// of the old charge and the charge of the new one. It must not call the
-// ledger.
+// history of fair order (pkg/fairshare), the books of resource-seconds
+// (pkg/accounting). A resize is told as the release of the old charge and
+// the charge of the new one. It must not call the ledger, nor keep req.
 type Observer interface {
 	Charged(req *ugm.Request)
 	Released(req *ugm.Request)
 }
 
-// Observe sets the ledger's observer; call it before the ledger is used.
+// Observe adds an observer, told after those added before it; call it
+// before the ledger is used.
 func (l *Ledger) Observe(o Observer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.observer = o
+	l.observers = append(l.observers, o)
+}
+
+func (l *Ledger) charged(req *ugm.Request) {
+	for _, o := range l.observers {
+		o.Charged(req)
+	}
+}
+
+func (l *Ledger) released(req *ugm.Request) {
+	for _, o := range l.observers {
+		o.Released(req)
+	}
 }
 
 // New returns an empty ledger charging m.
@@ -108,9 +121,7 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	}
 	c := &Charge{Pod: pod, Request: req, Forced: force}
 	l.pods[pod] = c
-	if l.observer != nil {
-		l.observer.Charged(&c.Request)
-	}
+	l.charged(&c.Request)
 	return over, nil
 }
 
@@ -127,9 +138,7 @@ func (l *Ledger) Release(pod string) (Charge, bool, error) {
 	}
 	delete(l.pods, pod)
 	err := l.ugm.Decrease(&c.Request)
-	if l.observer != nil {
-		l.observer.Released(&c.Request)
-	}
+	l.released(&c.Request)
 	return *c, true, err
 }
 
@@ -152,13 +161,9 @@ func (l *Ledger) Resize(pod string, newResources resources.Vector) (bool, error)
 	if err != nil && !errors.As(err, &over) {
 		return true, err
 	}
-	if l.observer != nil {
-		l.observer.Released(&c.Request)
-	}
+	l.released(&c.Request)
 	c.Request.Resources = newResources.Clone()
-	if l.observer != nil {
-		l.observer.Charged(&c.Request)
-	}
+	l.charged(&c.Request)
 	return true, err
 }
 

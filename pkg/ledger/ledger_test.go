@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -182,6 +183,29 @@ func TestObserver(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("%d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestObservers: every observer added is told every charge and release,
+// each in the order they happened (the usage history and the books of
+// resource-seconds both watch the one ledger).
+func TestObservers(t *testing.T) {
+	l := newLedger(t)
+	var first, second tape
+	l.Observe(&first)
+	l.Observe(&second)
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Resize("p1", cpu(t, "2")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = l.Release("p1")
+	want := tape{"+a cpu=1,pods=1", "-a cpu=1,pods=1", "+a cpu=2,pods=1", "-a cpu=2,pods=1"}
+	for name, got := range map[string]tape{"first": first, "second": second} {
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s observer told %q, want %q", name, got, want)
 		}
 	}
 }
