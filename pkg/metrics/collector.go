@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -182,14 +181,8 @@ func withLabels(labels []string, more ...string) []string {
 
 // value converts a base-unit amount to the metric's unit.
 func value(id resources.ID, x int64) (float64, string) {
-	switch name := id.Name(); {
-	case name == resources.CPU:
-		return float64(x) / 1000, "core"
-	case name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, "hugepages-"):
-		return float64(x), "byte"
-	default:
-		return float64(x), "integer"
-	}
+	per, unit := resources.MetricUnit(id)
+	return float64(x) / per, unit
 }
 
 func walk(q *ugm.QueueUsage, fn func(*ugm.QueueUsage)) {

@@ -188,7 +188,7 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(refusals, increases, decreases, configReloads, preemptions, preempted, holds, letIns, heldWait, gangs, statusWrites, resizesOverLimit, chargedOverLimit)
-		legacyregistry.CustomMustRegister(usageCollector)
+		legacyregistry.CustomMustRegister(usageCollector, booksCollector)
 	})
 }
 
