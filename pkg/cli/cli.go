@@ -62,6 +62,7 @@ Usage:
   userquotactl why POD [-n NAMESPACE] [--server URL] [-o text|json]
   userquotactl held QUEUE [--offset N] [--limit N] [--server URL] [-o table|json]
   userquotactl usage --server URL [--user NAME | --group NAME | --me] [-o tree|json]
+  userquotactl usage report --server URL [--from T] [--to T] [--by queue|group|user] [--format table|csv|json]
   userquotactl validate FILE [--tree FILE]...
   userquotactl simulate --config FILE --trace FILE [--partition NAME] [--tree FILE]... [--requeue [--starvation D] [--estimates]]
   userquotactl help
@@ -89,6 +90,17 @@ Commands:
             your groups', and needs no RBAC on the API, only your token.
             Exit 1 when the server cannot be read or does not know the user
             or group.
+  usage report
+            Report the resource-hours each queue, group or user used over a
+            window, split into within its queue's guaranteed share,
+            borrowed above it and unshared (no share in force), and each
+            queue's idle guaranteed capacity (docs/accounting.md), as a
+            table of resource-hours, or CSV or JSON in resource-seconds
+            (cpu core-seconds, memory byte-seconds). Each end of the window
+            is the latest snapshot at or before it (hourly for 48 hours,
+            00:00 UTC for 35 days); the report says which. Needs get on
+            /ws/v1/*. Exit 1 when the server cannot be read or refuses the
+            window.
   validate  Parse and validate a queue-config YAML file, with the quota trees
             (QuotaTree JSON) each --tree names beside it. Prints a summary
             and any notes when it is valid (exit 0), else every problem, one
@@ -136,6 +148,19 @@ Flags for usage:
                                userquota-scheduler-rest.userquota-system.svc)
   --insecure-skip-tls-verify   do not verify the https server's certificate
   --timeout DURATION           per request (default 10s)
+
+Flags for usage report (and --server, --partition, --token, --token-file,
+--ca-file, --tls-server-name, --insecure-skip-tls-verify, --timeout as for
+usage):
+  --from T, --to T             the window: an RFC 3339 time, a date (00:00
+                               UTC), now, or -DURATION before now (-36h,
+                               -7d); default from the oldest snapshot to now
+  --by queue|group|user        one row per queue (every level), per group
+                               and leaf queue, or per user and leaf queue
+                               (needs perUserAccounting) (default queue)
+  --format table|csv|json      resource-hours as a table (default), or the
+                               report in resource-seconds as CSV or the
+                               server's JSON (also -o)
 
 Flags for simulate:
   --config FILE     the initial queue config (required)

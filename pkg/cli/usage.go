@@ -40,6 +40,9 @@ type usageFlags struct {
 // usageCmd is `userquotactl usage`: it reads the scheduler's usage REST API
 // and prints the usage trees as tables (-o tree) or the server's JSON.
 func (c *cli) usageCmd(args []string) int {
+	if len(args) > 0 && args[0] == "report" {
+		return c.usageReport(args[1:])
+	}
 	stdout := c.stdout
 	var f usageFlags
 	fs := newFlagSet("usage")

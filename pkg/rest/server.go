@@ -87,6 +87,9 @@ type Options struct {
 	// Forest returns the quota trees in force with each node's quota and
 	// usage ((*ugm.Manager).Forest; forest.go); nil: none.
 	Forest func() []ugm.ForestTree
+	// Accounting reports resource-seconds over a window
+	// (dao.AccountingPath, accounting.go); nil: the path answers 404.
+	Accounting Accounting
 	// Auth protects every path except /healthz and /readyz (which kubelet
 	// probes without credentials): all of them authenticated, all but the
 	// caller's own usage (/usage/me) authorized. nil means no protection
@@ -107,6 +110,7 @@ func NewHandler(o Options) http.Handler {
 	api.HandleFunc("/ws/v1/partition/{partition}/queues", s.leaderOnly(s.queues))
 	api.HandleFunc(TreesPattern, s.leaderOnly(s.trees))
 	api.HandleFunc(dao.HeldPath, s.leaderOnly(s.held))
+	api.HandleFunc(dao.AccountingPath, s.leaderOnly(s.accountingReport))
 	api.HandleFunc("/ws/v1/config", s.config)
 	api.HandleFunc("/{$}", s.leaderOnly(s.page))
 	api.HandleFunc("/", s.notFound)

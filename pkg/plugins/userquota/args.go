@@ -61,6 +61,11 @@ type Args struct {
 	// PerUserMetrics adds per-user and per-group usage gauges to /metrics
 	// (one series per user, queue and resource). Default: false.
 	PerUserMetrics bool `json:"perUserMetrics,omitempty"`
+	// PerUserAccounting keeps the resource-seconds of each user in each
+	// leaf queue (docs/accounting.md): a counter series per user, queue,
+	// resource and share on /metrics, and reports by user. Queues and
+	// groups are always accounted. Default: false.
+	PerUserAccounting bool `json:"perUserAccounting,omitempty"`
 	// RequireUserInfo refuses a new pod without the user-info annotation
 	// (ours or YuniKorn's) instead of running it as DefaultUser: with the
 	// admission webhook installed (docs/security.md) every pod it admits

@@ -24,6 +24,8 @@
 //	gangFinder.mu -> ledger.mu, ugm.Manager.mu, gangBook.mu (each alone)
 //	holds.mu -> waits.mu (the let-in hook)
 //	ledger.mu -> fairshare.History.mu (the ledger's observer)
+//	ledger.mu -> accounting.Books.mu (the ledger's observer)
+//	elasticQuotas.mu -> accounting.Books.mu (a share table put in force)
 //	holds.mu -> fairshare.History.mu (the book's order)
 //
 // holds.mu, gangBook.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu,
@@ -50,6 +52,7 @@ import (
 	"k8s.io/utils/clock"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/userquota/userquota/pkg/accounting"
 	"github.com/userquota/userquota/pkg/fairshare"
 	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -100,6 +103,10 @@ type Plugin struct {
 	// ConfigMaps (fairshare.go).
 	fair      *fairshare.History
 	fairStore *shardStore
+	// books are the resource-seconds of queues, groups and users,
+	// booksStore their ConfigMaps (accounting.go).
+	books      *accounting.Books
+	booksStore *shardStore
 }
 
 // New is the plugin factory registered with the scheduler.
@@ -141,6 +148,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	}
 	pl.held.onLetIn = pl.waits.letIn
 	pl.newFairShare(c)
+	pl.newAccounting(c)
 	pl.elastic.request = func(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {
 		return pl.podRequest(pod, cfg, pl.queues())
 	}
@@ -172,6 +180,9 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err := pl.startFairShare(ctx, func() bool { ok, _ := leader(); return ok }); err != nil {
 		return nil, err
 	}
+	if err := pl.startAccounting(ctx, func() bool { ok, _ := leader(); return ok }); err != nil {
+		return nil, err
+	}
 	// Before the pod handler: it reads Workloads.
 	if err := pl.startGangObjects(ctx, pgc); err != nil {
 		return nil, err
@@ -188,6 +199,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	go pl.status.run(ctx)
 	go pl.startUp(ctx)
 	go pl.runFairShare(ctx)
+	go pl.runAccounting(ctx, c)
 	if err := pl.startObservability(ctx, leader); err != nil {
 		return nil, err
 	}

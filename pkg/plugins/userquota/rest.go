@@ -51,6 +51,7 @@ func (pl *Plugin) startObservability(ctx context.Context, leader rest.LeaderFunc
 		Why:        pl.why,
 		Held:       pl.heldPods,
 		HeldCounts: pl.held.queueCounts,
+		Accounting: pl.books,
 		Forest:     pl.ugm.Forest,
 	}
 	var tlsConfig *tls.Config

@@ -58,6 +58,10 @@ type elasticQuotas struct {
 	// gauges show the shares in force and what each queue borrows
 	// (metrics), set at each recompute.
 	gauges *metrics.ShareGauges
+	// sharesSet is told the guaranteed share of every elastic queue each
+	// time a share table is put in force (nil: none), under e.mu: the
+	// books of resource-seconds (accounting.go).
+	sharesSet func(map[string]resources.Vector)
 	kick   chan struct{}
 	// capacitySynced reports whether the capacity handlers saw every node
 	// and pod; synced that a table was computed after that.
@@ -176,6 +180,7 @@ func (e *elasticQuotas) recompute(logger klog.Logger) {
 	if !e.on() {
 		e.ugm.SetShares(nil)
 		e.gauges.Set(nil)
+		e.setGuaranteed(nil)
 		return
 	}
 	pending := e.pendingByQueue()
@@ -183,11 +188,20 @@ func (e *elasticQuotas) recompute(logger klog.Logger) {
 	t := e.ugm.ComputeShares(pending, e.capacity.total())
 	old := e.ugm.Shares()
 	e.ugm.SetShares(t)
-	e.gauges.Set(e.ugm.ElasticQueues())
+	elastic := e.ugm.ElasticQueues()
+	e.gauges.Set(elastic)
+	e.setGuaranteed(elastic)
 	logger.V(5).Info("Shares recomputed", "queues", len(t.All()), "duration", e.clock.Since(start))
 	e.reportScaling(logger, t)
 	if t.RuntimesDiffer(old) && e.changed != nil {
 		e.changed(logger)
+	}
+}
+
+// setGuaranteed tells sharesSet the guaranteed shares now in force.
+func (e *elasticQuotas) setGuaranteed(queues map[string]ugm.ElasticQueue) {
+	if e.sharesSet != nil {
+		e.sharesSet(guaranteedOf(queues))
 	}
 }
 
