@@ -71,7 +71,9 @@ func benchQueueWalk(b *testing.B, how string, admitted, parked int) {
 	// skipped.
 	addEvent := fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}
 	hints[addEvent] = append(hints[addEvent], &queue.QueueingHintFunction{PluginName: "InterPodAffinity",
-		QueueingHintFn: func(klog.Logger, *v1.Pod, interface{}, interface{}) (fwk.QueueingHint, error) { return fwk.QueueSkip, nil }})
+		QueueingHintFn: func(klog.Logger, *v1.Pod, interface{}, interface{}) (fwk.QueueingHint, error) {
+			return fwk.QueueSkip, nil
+		}})
 	q := queue.NewTestQueue(ctx, func(a, b fwk.QueuedPodInfo) bool { return a.GetTimestamp().Before(b.GetTimestamp()) },
 		queue.WithPreEnqueuePluginMap(map[string]map[string]fwk.PreEnqueuePlugin{profileName: {pre.Name(): pre}}),
 		queue.WithQueueingHintMapPerProfile(queue.QueueingHintMapPerProfile{profileName: hints}))

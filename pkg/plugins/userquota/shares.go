@@ -62,7 +62,7 @@ type elasticQuotas struct {
 	// time a share table is put in force (nil: none), under e.mu: the
 	// books of resource-seconds (accounting.go).
 	sharesSet func(map[string]resources.Vector)
-	kick   chan struct{}
+	kick      chan struct{}
 	// capacitySynced reports whether the capacity handlers saw every node
 	// and pod; synced that a table was computed after that.
 	capacitySynced func() bool
