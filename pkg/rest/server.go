@@ -2,7 +2,8 @@
 // and JSON shape (/ws/v1/partition/{p}/usage/...), the caller's own usage
 // (/ws/v1/partition/{p}/usage/me, which needs no RBAC), the queue tree in
 // YuniKorn's queue shape with guaranteed, max and runtime shares
-// (/ws/v1/partition/{p}/queues), the queue config in force (/ws/v1/config),
+// (/ws/v1/partition/{p}/queues), the quota trees beside the queue config
+// (/ws/v1/partition/{p}/trees, forest.go), the queue config in force (/ws/v1/config),
 // a read-only HTML usage page (/), health and readiness (/healthz,
 // /readyz), and the one POST, the resize check the admission webhook asks
 // (/ws/v1/partition/{p}/check/resize, resize.go), and where a pod stands:
