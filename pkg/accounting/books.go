@@ -230,6 +230,8 @@ type account struct {
 	pt     []int64
 	pv     []float64
 	stride int
+	// stale counts points no snapshot reads any more (dropUnread).
+	stale int
 }
 
 func (a *account) slot(r, p int) int { return r*a.parts + p }
@@ -634,18 +636,24 @@ func (a *account) takeRate() {
 // prune drops the snapshots no longer kept (hourly ones older than
 // HourlyFor that are not at 00:00 UTC, any older than DailyFor), the
 // points no kept snapshot reads, and the accounts whose values no window
-// can change any more.
+// can change any more. A point is read at the snapshots from its own time
+// to the next point's, so only the point that a dropped snapshot read can
+// become unread: one lookup per account and snapshot dropped (usually
+// one an hour), not a pass over its points.
 func (b *Books) prune(now time.Time) {
 	hourly, daily := now.Add(-HourlyFor).Unix(), now.Add(-DailyFor).Unix()
 	kept := b.grid[:0]
+	var dropped []int64
 	for _, ts := range b.grid {
 		if ts >= hourly || ts >= daily && ts%int64(day/time.Second) == 0 {
 			kept = append(kept, ts)
+		} else {
+			dropped = append(dropped, ts)
 		}
 	}
 	b.grid = kept
 	for k, m := range b.members {
-		m.prunePoints(b.grid)
+		m.dropUnread(b.grid, dropped)
 		if m.forgettable(b.grid) {
 			m.leaf.members--
 			delete(b.members, k)
@@ -653,7 +661,7 @@ func (b *Books) prune(now time.Time) {
 		}
 	}
 	for path, a := range b.queues {
-		a.prunePoints(b.grid)
+		a.dropUnread(b.grid, dropped)
 		if a.members == 0 && a.forgettable(b.grid) {
 			delete(b.queues, path)
 			b.daysVersion++
@@ -661,20 +669,43 @@ func (b *Books) prune(now time.Time) {
 	}
 }
 
-// prunePoints keeps the points some snapshot of grid reads: point i is
-// read at the grid times from its own to the next point's.
-func (a *account) prunePoints(grid []int64) {
-	if len(a.pt) == 0 {
-		return
+// dropUnread counts the points that read the dropped snapshots and that
+// no snapshot of grid reads any more, and drops them once there are
+// staleMax: a point in the middle of the points costs a move of those
+// after it, so they are dropped together (an account keeps at most
+// staleMax points no snapshot reads).
+func (a *account) dropUnread(grid, dropped []int64) {
+	for _, ts := range dropped {
+		if j := lastAtOrBefore(a.pt, ts); j >= 0 && !a.read(j, grid) {
+			a.stale++
+		}
 	}
+	if a.stale >= staleMax {
+		a.prunePoints(grid)
+	}
+}
+
+// staleMax is how many points no snapshot reads an account keeps before
+// it drops them.
+const staleMax = 8
+
+// read reports whether a snapshot of grid reads point i: one at or after
+// it and before the next point.
+func (a *account) read(i int, grid []int64) bool {
+	end := int64(math.MaxInt64)
+	if i+1 < len(a.pt) {
+		end = a.pt[i+1]
+	}
+	g := lastAtOrBefore(grid, end-1)
+	return g >= 0 && grid[g] >= a.pt[i]
+}
+
+// prunePoints keeps only the points some snapshot of grid reads.
+func (a *account) prunePoints(grid []int64) {
+	a.stale = 0
 	w := 0
 	for i, ts := range a.pt {
-		end := int64(math.MaxInt64)
-		if i+1 < len(a.pt) {
-			end = a.pt[i+1]
-		}
-		g := lastAtOrBefore(grid, end-1)
-		if g < 0 || grid[g] < ts {
+		if !a.read(i, grid) {
 			continue
 		}
 		if w != i {

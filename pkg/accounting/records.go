@@ -274,6 +274,12 @@ func (b *Books) Restore(recs []Record) {
 	}
 	sort.Slice(restored, func(i, j int) bool { return restored[i] < restored[j] })
 	b.grid = mergeTimes(restored, kept)
+	for _, a := range b.queues {
+		a.prunePoints(b.grid)
+	}
+	for _, m := range b.members {
+		m.prunePoints(b.grid)
+	}
 	b.lastCk = lastCk
 	b.tailVersion++
 	b.daysVersion++
