@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 
+	"github.com/userquota/userquota/pkg/ledger"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
@@ -24,7 +25,8 @@ import (
 // browserConfig and browserCharges make a page worth looking at: sue at
 // her cpu limit (hot), alice at 75 % of hers (warn), bob well under; batch
 // shares elastically (guaranteed 4 cpu and 16Gi), default does not.
-// TestPageInChromium adds carol's gang, reserved in batch, running nothing.
+// TestPageInChromium adds carol's gang, reserved in batch, running nothing,
+// and a GPU quota tree (browserTree) with dave's pod filling its h100 node.
 var browserConfig = queueconfigtest.Root(`
 limits:
 - limit: sue
@@ -46,6 +48,11 @@ queues:
     guaranteed: {vcore: 4, memory: 16Gi}
     max: {vcore: 6, memory: 24Gi}
 `)
+
+var browserTree = `{"kind":"QuotaTree","metadata":{"name":"gpu-model"},"spec":{"resourceNames":["nvidia.com/gpu"],"nodes":{
+ "cluster":{"parent":"nil","hard":"true","quota":{"nvidia.com/gpu":"8"}},
+ "a100":{"parent":"cluster","hard":"true","quota":{"nvidia.com/gpu":"6"}},
+ "h100":{"parent":"cluster","hard":"true","quota":{"nvidia.com/gpu":"2"}}}}}`
 
 var browserCharges = []charge{
 	{pod: "s1", user: "sue", groups: []string{"dev"}, queue: "root.batch", app: "train", cpu: 1000, memory: 2 << 30},
@@ -81,7 +88,20 @@ func TestPageInChromium(t *testing.T) {
 		}
 		t.Skip("chromium not installed: apt-get install chromium")
 	}
-	m, cfg := newManager(t, browserConfig, browserCharges)
+	m, _ := newManager(t, browserConfig, browserCharges)
+	cfg, err := queueconfig.LoadWithTrees([]byte(browserConfig), map[string]string{"gpu-model.tree.json": browserTree}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Enforce(cfg, "default"); err != nil {
+		t.Fatal(err)
+	}
+	dave := ugm.Request{User: "dave", Queue: "root.default", App: ugm.AppKey{Namespace: "ns", ID: "infer"},
+		Resources: resources.FromMap(map[string]int64{"cpu": 500, "memory": 1 << 30, "pods": 1, "nvidia.com/gpu": 2}),
+		Trees:     &ugm.TreePart{Labels: map[string]string{"tree.userquota.io/gpu-model": "h100"}}}
+	if err := ledger.New(m).Allocate("d1", dave); err != nil {
+		t.Fatal(err)
+	}
 	carol := ugm.Request{User: "carol", Groups: []string{"dev"}, Queue: "root.batch", App: ugm.AppKey{Namespace: "ns", ID: "sweep"},
 		Resources: resources.FromMap(map[string]int64{"cpu": 1000, "memory": 2 << 30, "pods": 2})}
 	if err := m.ReserveGang("TaskGroups ns/sweep", &carol); err != nil {
@@ -91,7 +111,7 @@ func TestPageInChromium(t *testing.T) {
 	m.SetShares(m.ComputeShares(map[string]resources.Vector{"root.batch": resources.FromMap(map[string]int64{"cpu": 2000, "pods": 1})},
 		resources.NewLimit(map[string]int64{"cpu": 12000, "memory": 48 << 30, "pods": 110})))
 	srv := httptest.NewServer(NewHandler(Options{Partition: "default", Usage: m, Config: func() *queueconfig.Config { return cfg },
-		Shares: func() *shares.Table { return m.Shares() }}))
+		Shares: func() *shares.Table { return m.Shares() }, Forest: m.Forest}))
 	defer srv.Close()
 
 	shots := filepath.Join(queueconfigtest.RepoRoot(t), "_output", "screenshots")
@@ -113,7 +133,7 @@ func TestPageInChromium(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--hide-scrollbars", "--window-size=1280,1500",
+		"--hide-scrollbars", "--window-size=1280,1900",
 		"--user-data-dir="+profile,
 		"--screenshot="+shot, "--dump-dom", srv.URL+"/")
 	var stdout, stderr bytes.Buffer
@@ -160,6 +180,23 @@ func TestPageInChromium(t *testing.T) {
 	articles := findAll(doc, func(n *html.Node) bool { return n.Data == "article" && attr(n, "data-name") == "sue" })
 	if len(articles) != 1 || !hasClass(articles[0], "hot") {
 		t.Error("sue's section is not highlighted")
+	}
+	// The quota tree: every node's usage of its subtree against its quota.
+	var tree []string
+	for _, mt := range meters(doc) {
+		if mt.Who == "tree" {
+			tree = append(tree, mt.Name+" "+mt.Queue+" "+mt.Resource+": "+mt.Text+" "+mt.Level)
+		}
+	}
+	if diff := cmp.Diff([]string{
+		"gpu-model cluster nvidia.com/gpu: 2 / 8 · 25% ok",
+		"gpu-model a100 nvidia.com/gpu: 0 / 6 · 0% ok",
+		"gpu-model h100 nvidia.com/gpu: 2 / 2 · 100% hot",
+	}, tree); diff != "" {
+		t.Errorf("the quota tree's bars in Chromium's DOM (-want,+got):\n%s", diff)
+	}
+	if a := findAll(doc, func(n *html.Node) bool { return n.Data == "article" && attr(n, "id") == "tree-gpu-model" }); len(a) != 1 || !hasClass(a[0], "hot") {
+		t.Error("the tree's section is missing or not highlighted")
 	}
 
 	png, err := os.ReadFile(shot)

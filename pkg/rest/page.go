@@ -49,8 +49,11 @@ type pageData struct {
 	// Waiting are the queues with pods held by quota, each linking to
 	// its held pods in let-in order (dao.HeldPath), by path.
 	Waiting []waitingView
-	Users   []whoView
-	Groups  []whoView
+	// Trees are the quota trees in force beside the queue config
+	// (docs/forests.md), by name; none without trees.
+	Trees  []forestView
+	Users  []whoView
+	Groups []whoView
 }
 
 // hotItem is one meter at or over HotPercent, for the summary at the top.
@@ -59,6 +62,29 @@ type hotItem struct {
 	Queue, Resource    string
 	Usage, Limit       string
 	Share              string
+	// Where is "in QUEUE", or "at node NODE" for a quota tree's node.
+	Where string
+}
+
+// forestView is one quota tree's section: its nodes, parents before
+// children, each with a meter per resource of the tree (usage of the
+// node's subtree against the node's quota).
+type forestView struct {
+	Name, Label string
+	Anchor      string // the section's id
+	JSON        string // path of the trees' JSON endpoint
+	Hot         bool
+	Columns     []string // the tree's resources, in its order
+	Rows        []forestRow
+}
+
+// forestRow is one node of a quota tree.
+type forestRow struct {
+	Node   string
+	Indent int // in em
+	Soft   bool
+	Hot    bool
+	Cells  []cellView // one per column; Kind "tree", Name the tree, Queue the node
 }
 
 // whoView is one user's or group's section.
@@ -201,6 +227,13 @@ func (s *server) pageData(now time.Time) pageData {
 			}
 		}
 	}
+	if s.opts.Forest != nil {
+		for _, t := range s.opts.Forest() {
+			fv := newForestView(t)
+			fv.JSON = "/ws/v1/partition/" + url.PathEscape(s.opts.Partition) + "/trees"
+			d.Trees = append(d.Trees, fv)
+		}
+	}
 	for _, u := range s.opts.Usage.Users() {
 		wv := s.newWhoView("user", u.UserName, u.Queues)
 		ids := make([]string, 0, len(u.Groups))
@@ -225,12 +258,22 @@ func (s *server) pageData(now time.Time) pageData {
 			for _, c := range r.Cells {
 				if c.Limited && c.Level == "hot" {
 					d.Hot = append(d.Hot, hotItem{Kind: c.Kind, Name: c.Name, Anchor: anchor, Queue: c.Queue,
-						Resource: c.Resource, Usage: c.Usage, Limit: c.Limit, Share: c.Share})
+						Resource: c.Resource, Usage: c.Usage, Limit: c.Limit, Share: c.Share, Where: "in " + c.Queue})
 				}
 			}
 		}
 	}
 	collect(d.Queues, "queues")
+	for _, fv := range d.Trees {
+		for _, r := range fv.Rows {
+			for _, c := range r.Cells {
+				if c.Limited && c.Level == "hot" {
+					d.Hot = append(d.Hot, hotItem{Kind: c.Kind, Name: c.Name, Anchor: fv.Anchor, Queue: c.Queue,
+						Resource: c.Resource, Usage: c.Usage, Limit: c.Limit, Share: c.Share, Where: "at node " + c.Queue})
+				}
+			}
+		}
+	}
 	for _, wv := range d.Users {
 		collect(wv.Tree, wv.Anchor)
 	}
@@ -274,6 +317,35 @@ func (s *server) newWhoView(kind, name string, root *ugm.QueueUsage) whoView {
 		wv.Hot = wv.Hot || r.Hot
 	}
 	return wv
+}
+
+// newForestView is a quota tree's section: every node, parents before
+// children (children by name, as the REST API gives them), with one cell
+// per resource of the tree: a meter of the usage of the node's subtree
+// against the node's quota.
+func newForestView(t ugm.ForestTree) forestView {
+	fv := forestView{Name: t.Name, Label: t.Label, Anchor: "tree-" + t.Name, Columns: append([]string(nil), t.ResourceNames...)}
+	var add func(n *ugm.TreeUsage, depth int)
+	add = func(n *ugm.TreeUsage, depth int) {
+		if n == nil {
+			return
+		}
+		row := forestRow{Node: n.Node, Indent: depth * 2, Soft: n.Soft}
+		for _, rn := range fv.Columns {
+			id := resources.Intern(rn)
+			quota, limited := n.Quota.Get(id)
+			c := newCell("tree", t.Name, n.Node, rn, n.Usage.Get(id), quota, limited, func(x int64) string { return resources.FormatValue(id, x) })
+			row.Hot = row.Hot || c.Level == "hot"
+			row.Cells = append(row.Cells, c)
+		}
+		fv.Hot = fv.Hot || row.Hot
+		fv.Rows = append(fv.Rows, row)
+		for _, c := range n.Children {
+			add(c, depth+1)
+		}
+	}
+	add(t.Root, 0)
+	return fv
 }
 
 // newTreeView flattens a usage tree into rows with one cell per column:

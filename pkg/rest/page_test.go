@@ -8,9 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/shares"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // parseHTML parses a page, failing the test on error.
@@ -411,4 +414,133 @@ func mustShare(t *testing.T, table *shares.Table, path, resource string) int64 {
 		t.Fatalf("%s has no %s share", path, resource)
 	}
 	return x
+}
+
+// With quota trees in force the page shows each tree (by name) after the
+// queues: every node, parents first, a meter per resource of the tree
+// (the subtree's usage against the node's quota), soft nodes marked, a
+// node at 90 % or more in the box at the top; without trees, no section.
+func TestPageTrees(t *testing.T) {
+	gpu := `{"kind":"QuotaTree","metadata":{"name":"gpu"},"spec":{"resourceNames":["nvidia.com/gpu"],"nodes":{
+ "org1":{"parent":"nil","hard":"true","quota":{"nvidia.com/gpu":"4"}},
+ "a100-org1":{"parent":"org1","hard":"true","quota":{"nvidia.com/gpu":"4"}},
+ "h100-org1":{"parent":"org1","hard":"false","quota":{"nvidia.com/gpu":"2"}}}}}`
+	cost := `{"kind":"QuotaTree","metadata":{"name":"cost"},"spec":{"resourceNames":["pods","cpu"],"nodes":{
+ "all":{"parent":"nil","hard":true,"quota":{"cpu":"10","pods":"10"}},
+ "cc-1":{"parent":"all","hard":true,"quota":{"cpu":"4","pods":"5"}}}}}`
+	cfg, err := queueconfig.LoadWithTrees([]byte(queueconfigtest.Sandbox), map[string]string{"gpu.tree.json": gpu, "cost.tree.json": cost}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ugm.New()
+	if err := m.Enforce(cfg, "default"); err != nil {
+		t.Fatal(err)
+	}
+	l := ledger.New(m)
+	for _, p := range []struct {
+		name   string
+		res    map[string]int64
+		labels map[string]string
+	}{
+		{"p1", map[string]int64{"cpu": 1000, "pods": 1, "nvidia.com/gpu": 2}, map[string]string{"tree.userquota.io/gpu": "h100-org1", "tree.userquota.io/cost": "cc-1"}},
+		{"p2", map[string]int64{"cpu": 500, "pods": 1}, map[string]string{"tree.userquota.io/cost": "cc-1"}},
+		{"p3", map[string]int64{"cpu": 250, "pods": 1}, nil}, // in no tree
+	} {
+		req := ugm.Request{User: "sue", Queue: "root.sandbox", App: ugm.AppKey{Namespace: "ns", ID: p.name},
+			Resources: resources.FromMap(p.res), Trees: &ugm.TreePart{Labels: p.labels}}
+		if err := l.Allocate(p.name, req); err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+	}
+	status, body, _ := get(t, NewHandler(Options{Partition: "default", Usage: m, Forest: m.Forest,
+		Config: func() *queueconfig.Config { return cfg }}), "GET", "/", nil)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	doc := parseHTML(t, body)
+	sections := findAll(doc, func(n *html.Node) bool { return n.Data == "section" })
+	var order []string
+	for _, s := range sections {
+		order = append(order, attr(s, "id"))
+	}
+	if diff := cmp.Diff([]string{"alerts", "queues", "trees", "users", "groups"}, order); diff != "" {
+		t.Errorf("sections (-want,+got):\n%s", diff)
+	}
+	articles := findAll(doc, func(n *html.Node) bool { return n.Data == "article" && attr(n, "data-who") == "tree" })
+	var trees []string
+	for _, a := range articles {
+		trees = append(trees, attr(a, "id")+" "+attr(a, "data-name")+" hot="+boolString(hasClass(a, "hot")))
+	}
+	if diff := cmp.Diff([]string{"tree-cost cost hot=false", "tree-gpu gpu hot=true"}, trees); diff != "" {
+		t.Fatalf("tree sections (-want,+got):\n%s", diff)
+	}
+	rows := func(a *html.Node) []string {
+		var out []string
+		for _, tr := range findAll(a, func(n *html.Node) bool { return n.Data == "tr" }) {
+			var cells []string
+			for _, c := range findAll(tr, func(n *html.Node) bool { return n.Data == "th" || n.Data == "td" }) {
+				cells = append(cells, text(c))
+			}
+			out = append(out, attr(tr, "data-node")+": "+strings.Join(cells, " | ")+map[bool]string{true: " (hot)"}[hasClass(tr, "hot")])
+		}
+		return out
+	}
+	// Columns in the tree's order; usage is the subtree's (org1 counts
+	// h100-org1's pod; all counts p1 and p2, not p3, which names no node).
+	if diff := cmp.Diff([]string{
+		": node | pods | cpu",
+		"all: all | 2 / 10 · 20% | 1500m / 10 · 15%",
+		"cc-1: cc-1 | 2 / 5 · 40% | 1500m / 4 · 37%",
+	}, rows(articles[0])); diff != "" {
+		t.Errorf("tree cost (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{
+		": node | nvidia.com/gpu",
+		"org1: org1 | 2 / 4 · 50%",
+		"a100-org1: a100-org1 | 0 / 4 · 0%",
+		"h100-org1: h100-org1 soft | 2 / 2 · 100% (hot)",
+	}, rows(articles[1])); diff != "" {
+		t.Errorf("tree gpu (-want,+got):\n%s", diff)
+	}
+	var got []meter
+	for _, mt := range meters(doc) {
+		if mt.Who == "tree" {
+			got = append(got, mt)
+		}
+	}
+	want := []meter{
+		{Who: "tree", Name: "cost", Queue: "all", Resource: "pods", Usage: "2", Limit: "10", Percent: "20", Level: "ok", Width: "width: 20%", Text: "2 / 10 · 20%"},
+		{Who: "tree", Name: "cost", Queue: "all", Resource: "cpu", Usage: "1500", Limit: "10000", Percent: "15", Level: "ok", Width: "width: 15%", Text: "1500m / 10 · 15%"},
+		{Who: "tree", Name: "cost", Queue: "cc-1", Resource: "pods", Usage: "2", Limit: "5", Percent: "40", Level: "ok", Width: "width: 40%", Text: "2 / 5 · 40%"},
+		{Who: "tree", Name: "cost", Queue: "cc-1", Resource: "cpu", Usage: "1500", Limit: "4000", Percent: "37", Level: "ok", Width: "width: 37%", Text: "1500m / 4 · 37%"},
+		{Who: "tree", Name: "gpu", Queue: "org1", Resource: "nvidia.com/gpu", Usage: "2", Limit: "4", Percent: "50", Level: "ok", Width: "width: 50%", Text: "2 / 4 · 50%"},
+		{Who: "tree", Name: "gpu", Queue: "a100-org1", Resource: "nvidia.com/gpu", Usage: "0", Limit: "4", Percent: "0", Level: "ok", Width: "width: 0%", Text: "0 / 4 · 0%"},
+		{Who: "tree", Name: "gpu", Queue: "h100-org1", Resource: "nvidia.com/gpu", Usage: "2", Limit: "2", Percent: "100", Level: "hot", Width: "width: 100%", Text: "2 / 2 · 100%"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tree meters (-want,+got):\n%s", diff)
+	}
+	var alerts []string
+	for _, li := range findAll(doc, func(n *html.Node) bool { return n.Data == "li" && attr(n, "data-who") == "tree" }) {
+		a := findAll(li, func(n *html.Node) bool { return n.Data == "a" })
+		alerts = append(alerts, attr(a[0], "href")+" "+text(li))
+	}
+	if diff := cmp.Diff([]string{"#tree-gpu tree gpu: nvidia.com/gpu 2 / 2 (100%) at node h100-org1"}, alerts); diff != "" {
+		t.Errorf("alerts (-want,+got):\n%s", diff)
+	}
+	if !strings.Contains(body, `href="/ws/v1/partition/default/trees"`) {
+		t.Error("no link to the trees' JSON")
+	}
+	// Queue alerts still say where.
+	if !strings.Contains(text(doc), "in root.sandbox") {
+		t.Error("a queue alert lost its queue")
+	}
+
+	// Without trees (no Forest, or none in force): no section.
+	for _, o := range []Options{testOptions(t), {Partition: "default", Usage: m, Forest: func() []ugm.ForestTree { return nil }}} {
+		_, body, _ = get(t, NewHandler(o), "GET", "/", nil)
+		if strings.Contains(body, `id="trees"`) || strings.Contains(body, "Quota trees") {
+			t.Error("a trees section without trees")
+		}
+	}
 }
