@@ -274,7 +274,7 @@ func (c *cluster) start(ctx context.Context, firstConfig *qconfig) error {
 			return err
 		}
 	}
-	if err := controlplane.SetQueueConfig(ctx, c.client, systemNamespace, firstConfig.yaml); err != nil {
+	if err := controlplane.SetConfigData(ctx, c.client, systemNamespace, firstConfig.data()); err != nil {
 		return err
 	}
 	if c.o.controllers {

@@ -55,6 +55,7 @@ type podRec struct {
 	refused            bool      // PodScheduled=False seen
 	refusal            string    // its message
 	refusedAt          time.Time // when that message was first seen
+	treeHeld           bool      // held by a quota tree's node at least once
 	fitSince           time.Time
 	heldBehind         bool // seen fitting while kept behind a starving pod
 }
@@ -83,6 +84,8 @@ type counters struct {
 	heldBehind                    int // pods that fitted but waited behind a starving pod
 	gangFirstBinds, gangsWhole    int // gangs whose first pod bound; that ran their whole minimum
 	historyEvents, historyResyncs int
+	treeHeld                      int // pods held by a quota tree's node at least once
+	treeBound                     int // bindings of pods that name a node of a tree
 	lastRevision                  int64
 	deletedWhileNoScheduler       int
 }
@@ -315,6 +318,10 @@ func (h *history) apply(ev *clientv3.Event, now time.Time) {
 				p.refusedAt = now
 			}
 			p.refused, p.refusal = true, c.Message
+			if _, _, ok := treeRefusal(strings.TrimPrefix(c.Message, hold.MessagePrefix)); ok && !p.treeHeld {
+				p.treeHeld = true
+				h.c.treeHeld++
+			}
 		}
 	}
 	charged := chargedNow(pod)
@@ -328,6 +335,9 @@ func (h *history) apply(ev *clientv3.Event, now time.Time) {
 		if wasUnbound {
 			p.boundAt = now
 			h.c.bound++
+			if len(p.charge.trees) > 0 {
+				h.c.treeBound++
+			}
 			if h.noScheduler {
 				h.c.boundNoScheduler++
 			}
@@ -392,6 +402,19 @@ func (h *history) checkBind(p *podRec, now time.Time) {
 					p.ns, p.name, p.charge.user, p.charge.queue, p.charge.res, w.kind, name, q, why, versionsOf(cfgs), w.kind, q, h.podsOf(w, q)))
 				return
 			}
+		}
+	}
+	// Its nodes in the quota trees, and their ancestors: with it, none
+	// over the loosest quota that may have been in force.
+	for _, tn := range treeNodesOf(p.charge) {
+		ls := make([]*limit, 0, len(cfgs))
+		for _, c := range cfgs {
+			ls = append(ls, c.treeLimit(tn[0], tn[1]))
+		}
+		if why := loosest(ls).over(h.model.treeUsage(tn[0], tn[1]), 0, p.charge.res, false); why != "" {
+			h.violate(fmt.Sprintf("pod %s/%s (user %s, queue %s, request %s, trees %v) was bound while quota tree %s node %s was at its quota: with it %s (config versions that may have been in force: %s)\n  pods on the node now:\n%s",
+				p.ns, p.name, p.charge.user, p.charge.queue, p.charge.res, p.charge.trees, tn[0], tn[1], why, versionsOf(cfgs), h.podsOnTree(tn[0], tn[1])))
+			return
 		}
 	}
 }
@@ -479,6 +502,26 @@ func (h *history) fitsOn(p *podRec, cfgs []*qconfig, usage bool) bool {
 			if l.over(after, apps, req, newApp) != "" {
 				return false
 			}
+		}
+	}
+	// Every node of its trees, from its leaf up (forests.md: all trees or
+	// none).
+	for _, tn := range treeNodesOf(p.charge) {
+		ls := make([]*limit, 0, len(cfgs))
+		for _, c := range cfgs {
+			ls = append(ls, c.treeLimit(tn[0], tn[1]))
+		}
+		l := strictest(ls)
+		if l == nil {
+			continue
+		}
+		after := vec{}
+		if usage {
+			after = h.model.treeUsage(tn[0], tn[1]).clone()
+		}
+		after.add(req, 1)
+		if l.over(after, 0, req, false) != "" {
+			return false
 		}
 	}
 	return true
@@ -605,6 +648,11 @@ func limitCounts(refusal string, c podCharge) bool {
 		q, _, _ := strings.Cut(strings.TrimPrefix(msg, "queue "), " ")
 		return c.queue == q || strings.HasPrefix(c.queue, q+".")
 	}
+	if tree, node, ok := treeRefusal(msg); ok {
+		// A starving pod keeps room on the tree's node that holds it:
+		// pods charged there (on it or below it) wait behind it.
+		return treeCounts(c, tree, node)
+	}
 	return false
 }
 
@@ -642,7 +690,22 @@ func (h *history) staticCheck(m *usageModel, since time.Time) string {
 			return s
 		}
 	}
-	return check(who{kind: "queue"}, m.queues)
+	if s := check(who{kind: "queue"}, m.queues); s != "" {
+		return s
+	}
+	// No node of a quota tree above its quota.
+	for tree, nodes := range m.trees {
+		for node, u := range nodes {
+			ls := make([]*limit, 0, len(cfgs))
+			for _, c := range cfgs {
+				ls = append(ls, c.treeLimit(tree, node))
+			}
+			if why := loosest(ls).over(u, 0, u, true); why != "" {
+				return fmt.Sprintf("quota tree %s node %s is above its quota: %s (versions %s)", tree, node, why, versionsOf(cfgs))
+			}
+		}
+	}
+	return ""
 }
 
 // snapshot copies what the workload needs to decide: the pods.

@@ -4,7 +4,9 @@
 // binary (bin/userquota-scheduler) as two replicas with leader election.
 // Many users submit pods, Jobs and Deployments; pods complete (kwok stages)
 // or are deleted; limits refuse a steady fraction; the queue config changes
-// now and then. At random moments the harness SIGKILLs the leading
+// now and then. The ConfigMap carries two quota trees beside the queue
+// config (a forest, docs/forests.md; forest.go), hard nodes only, some
+// tight, and most pods name a leaf of one or both. At random moments the harness SIGKILLs the leading
 // scheduler (the other takes over), restarts kube-apiserver, and deletes
 // pods while no scheduler runs.
 //
@@ -12,11 +14,16 @@
 //   - after every quiet period (workload and kwok stopped, scheduler
 //     settled) and at the end, the leader's usage per user, group and queue
 //     (its REST API) equals the usage recomputed from the API server's pods
-//     (bound, not terminal, ours) exactly; the follower's too;
-//   - no binding takes a user, group or queue over a limit that may have
-//     been in force (every binding, replayed from etcd in revision order);
-//   - no pending pod that fits every limit waits more than -max-wait while
-//     nothing disturbs the scheduler.
+//     (bound, not terminal, ours) exactly; the follower's too; so does
+//     every node of every quota tree (GET .../trees: the requests, in the
+//     tree's resources, of those pods whose label names the node or one
+//     below it);
+//   - no binding takes a user, group or queue, or a tree's node, over a
+//     limit or quota that may have been in force (every binding, replayed
+//     from etcd in revision order); none is above it at a quiet check;
+//   - no pending pod that fits every limit and every node of its trees
+//     waits more than -max-wait while nothing disturbs the scheduler;
+//   - some pod was held by a tree's node (the trees are tight enough).
 //
 // A violation stops the run and prints both sides. `make soak` runs the
 // long run, `make soak-short` the CI variant (hack/soak.sh).
@@ -100,7 +107,7 @@ func parseFlags() *options {
 	flag.BoolVar(&o.short, "short", false, "the CI variant: defaults of 2500 lifecycles, 3 kills, 1 API server restart, 1 no-scheduler window, 1 follower freeze, 32 users, 16 pods/s, 15 min cap")
 	flag.StringVar(&o.report, "report", "", "also write the report (markdown) here")
 	flag.StringVar(&o.selftest, "selftest", "", "check the checks: give them wrong data on purpose so the run must fail: "+
-		"drift (the recomputation misses a pod), bind (limits one pod tighter than the scheduler's), wait (limits two pods looser)")
+		"drift (the recomputation misses a pod), tree (it misses one pod's quota tree charges), bind (limits one pod tighter than the scheduler's), wait (limits two pods looser)")
 	flag.Parse()
 	if o.short {
 		set := map[string]bool{}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/userquota/userquota/pkg/queueconfig"
+	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
 // Resource names as the REST API reports them: cpu in millicores, memory in
@@ -92,9 +93,12 @@ type queueDef struct {
 type qconfig struct {
 	version int
 	yaml    string
-	sum     string // sha256 of yaml, hex: the /ws/v1/config checksum
+	sum     string // the /ws/v1/config checksum (of the queue config and the trees)
 	root    *queueDef
 	byPath  map[string]*queueDef
+	// trees are the quotas of the quota trees beside the queue config
+	// (forest.go): tree -> node -> quota.
+	trees treeQuotas
 }
 
 // leaves are the leaf queues pods name; root.default is also where a pod
@@ -207,14 +211,42 @@ func newConfig(rng *rand.Rand, version, users, groups int, vips []string) *qconf
 	}
 	walk(root)
 	c.yaml = renderYAML(root, version)
+	c.trees = drawTrees(r, users)
 	c.sum = fmt.Sprintf("%x", sha256.Sum256([]byte(c.yaml)))
+	if cfg, err := c.load(); err == nil {
+		c.sum = cfg.Checksum
+	}
 	return c
 }
 
-// validate parses the YAML as the scheduler will (pkg/queueconfig).
+// data is the ConfigMap's data: the queue config and the quota trees.
+func (c *qconfig) data() map[string]string {
+	d := map[string]string{controlplane.QueueConfigKey: c.yaml}
+	for _, t := range soakTrees {
+		if q := c.trees[t.name]; q != nil {
+			d[treeKeyOf(t.name)] = renderTree(&t, q)
+		}
+	}
+	return d
+}
+
+// load reads the ConfigMap's data as the scheduler will
+// (queueconfig.LoadConfigMap: the queue config and every tree).
+func (c *qconfig) load() (*queueconfig.Config, error) {
+	return queueconfig.LoadConfigMap(c.data(), controlplane.QueueConfigKey, "default")
+}
+
+// validate loads the version as the scheduler will (pkg/queueconfig) and
+// checks that it has the trees.
 func (c *qconfig) validate() error {
-	_, err := queueconfig.Parse([]byte(c.yaml))
-	return err
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	if len(cfg.Trees) != len(soakTrees) {
+		return fmt.Errorf("%d quota trees loaded, want %d", len(cfg.Trees), len(soakTrees))
+	}
+	return nil
 }
 
 func renderVec(b *strings.Builder, v vec) {
@@ -496,7 +528,7 @@ func (l *limit) over(usage vec, apps int, req vec, newApp bool) string {
 // least 1): the harness's self-test (-selftest) gives its checks wrong
 // limits on purpose, to see them fire.
 func (c *qconfig) adjusted(delta int64) *qconfig {
-	out := &qconfig{version: c.version, yaml: c.yaml, sum: c.sum, byPath: map[string]*queueDef{}}
+	out := &qconfig{version: c.version, yaml: c.yaml, sum: c.sum, byPath: map[string]*queueDef{}, trees: treeQuotas{}}
 	adj := func(v vec) vec {
 		if v == nil {
 			return nil
@@ -521,5 +553,11 @@ func (c *qconfig) adjusted(delta int64) *qconfig {
 		return n
 	}
 	out.root = cp(c.root, nil)
+	for t, nodes := range c.trees {
+		out.trees[t] = map[string]vec{}
+		for n, q := range nodes {
+			out.trees[t][n] = adj(q)
+		}
+	}
 	return out
 }

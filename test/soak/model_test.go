@@ -184,13 +184,20 @@ func TestRESTSnapMatchesModel(t *testing.T) {
 	if err := json.Unmarshal([]byte(queues), &q); err != nil {
 		t.Fatal(err)
 	}
-	lines, n, _ := diff(restSnap(u, nil, &q), m.snap())
+	rest := func() snap {
+		s := restSnap(u, nil, &q)
+		if err := addRESTTrees(s, []byte(noTreeUsage)); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	lines, n, _ := diff(rest(), m.snap())
 	if n != 0 {
 		t.Fatalf("differ:\n%s", strings.Join(lines, "\n"))
 	}
 	// And a difference is seen, with both sides.
 	q.Children[1].ResourceUsage.Set(resources.Intern("pods"), 2)
-	lines, n, maxPods := diff(restSnap(u, nil, &q), m.snap())
+	lines, n, maxPods := diff(rest(), m.snap())
 	if n != 1 || maxPods != 1 || !strings.Contains(lines[0], "scheduler:") || !strings.Contains(lines[0], "recomputed:") {
 		t.Fatalf("want one difference of one pod, got %d (%d): %v", n, maxPods, lines)
 	}

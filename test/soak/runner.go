@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/http"
 	"os"
@@ -120,9 +121,9 @@ func (r *runner) run(ctx context.Context, cancel func()) int {
 		r.h.skew = func(c *qconfig) *qconfig { return c.adjusted(-1) }
 	case "wait":
 		r.h.skew = func(c *qconfig) *qconfig { return c.adjusted(2) }
-	case "drift":
+	case "drift", "tree":
 	default:
-		fail("-selftest: want drift, bind or wait")
+		fail("-selftest: want drift, tree, bind or wait")
 	}
 	if o.selftest != "" {
 		r.logf("SELF-TEST %q: the checks get wrong data on purpose; this run must fail", o.selftest)
@@ -248,7 +249,12 @@ func (r *runner) drive(ctx context.Context, first *qconfig) int {
 			return r.exitCode()
 		}
 		c := r.h.counters()
-		r.logf("cycle %d/%d done: %d lifecycles, %d pods created, %d refused at least once", i+1, len(plan), c.lifecycles, c.created, c.refusedPods)
+		r.logf("cycle %d/%d done: %d lifecycles, %d pods created, %d refused at least once, %d held by a quota tree's node", i+1, len(plan), c.lifecycles, c.created, c.refusedPods, c.treeHeld)
+	}
+	// The trees must have been tight enough to hold pods, or the run did
+	// not test holds and let-ins on them.
+	if c := r.h.counters(); o.selftest == "" && c.treeHeld == 0 {
+		r.violate(fmt.Sprintf("no pod was held by a quota tree's node in %d lifecycles: the soak's trees (forest.go) are too loose to test the forest's holds", c.lifecycles))
 	}
 	return r.exitCode()
 }
@@ -508,10 +514,11 @@ func (r *runner) changeConfigs(ctx context.Context) {
 			v := r.h.addVersion(cfg)
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if err := controlplane.SetQueueConfig(cctx, r.c.client, systemNamespace, cfg.yaml); err != nil {
+			data := cfg.data()
+			if err := controlplane.SetConfigData(cctx, r.c.client, systemNamespace, data); err != nil {
 				// Unknown outcome: keep the version only if it got in.
 				cm, gerr := r.c.client.CoreV1().ConfigMaps(systemNamespace).Get(cctx, controlplane.QueueConfigMap, metav1.GetOptions{})
-				if gerr != nil || cm.Data[controlplane.QueueConfigKey] != cfg.yaml {
+				if gerr != nil || !maps.Equal(cm.Data, data) {
 					r.h.dropVersion(v)
 					return
 				}
@@ -573,7 +580,18 @@ func (r *runner) usageOf(rep *replica) (snap, error) {
 			return snap{}, fmt.Errorf("GET usage/%s: %v", x.path, err)
 		}
 	}
-	return restSnap(users, groups, &queues), nil
+	s := restSnap(users, groups, &queues)
+	code, body, err := r.c.restGet(rep, "/ws/v1/partition/default/trees?local=true")
+	if err != nil {
+		return snap{}, err
+	}
+	if code != http.StatusOK {
+		return snap{}, fmt.Errorf("GET trees: %d %.200s", code, body)
+	}
+	if err := addRESTTrees(s, body); err != nil {
+		return snap{}, fmt.Errorf("GET trees: %v", err)
+	}
+	return s, nil
 }
 
 // apiModel recomputes usage from a list of every pod from the API server.
@@ -588,13 +606,19 @@ func (r *runner) apiModel(ctx context.Context) (*usageModel, error) {
 	m := newUsageModel(r.h.current())
 	r.h.mu.Unlock()
 	skipped := r.o.selftest != "drift"
+	treeSkipped := r.o.selftest != "tree"
 	for i := range list.Items {
 		if chargedNow(&list.Items[i]) {
 			if !skipped {
 				skipped = true // self-test: miss one pod
 				continue
 			}
-			m.charge(chargeOf(&list.Items[i]))
+			c := chargeOf(&list.Items[i])
+			if !treeSkipped && len(c.trees) > 0 {
+				treeSkipped = true // self-test: miss one pod's tree charges
+				c.trees = nil
+			}
+			m.charge(c)
 		}
 	}
 	m.reserve(list.Items)
@@ -670,8 +694,8 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 			if l != nil {
 				who = "scheduler-" + l.slot
 			}
-			msg := fmt.Sprintf("quiet check %s: after %s the leader's usage (%s) still differs from the usage recomputed from the API server's pods on %d entries (largest: %d pods):\n  %s\n  pending pods that fit: %v\nthe pods of the applications in question (etcd history):\n%s",
-				name, r.o.settleTimeout, who, entries, maxPods, strings.Join(lines, "\n  "), r.h.fittingPending(), r.h.explain(apps))
+			msg := fmt.Sprintf("quiet check %s: after %s the leader's usage (%s) still differs from the usage recomputed from the API server's pods on %d entries (largest: %d pods):\n  %s\n  pending pods that fit: %v\nthe pods of the applications in question (etcd history):\n%s%s",
+				name, r.o.settleTimeout, who, entries, maxPods, strings.Join(lines, "\n  "), r.h.fittingPending(), r.h.explain(apps), r.h.explainTrees(lines))
 			r.violate(msg)
 			return
 		}
@@ -725,8 +749,8 @@ func (r *runner) settled(ctx context.Context, name string, t0 time.Time, after *
 			}
 		}
 		if !exact {
-			r.violate(fmt.Sprintf("quiet check %s: the follower scheduler-%s (process started %s) usage differs from the usage recomputed from the API server's pods:\n  %s\nthe pods of the applications in question (etcd history):\n%s",
-				name, rep.slot, rep.StartedAt().Format("15:04:05.000"), strings.Join(lines, "\n  "), r.h.explain(apps)))
+			r.violate(fmt.Sprintf("quiet check %s: the follower scheduler-%s (process started %s) usage differs from the usage recomputed from the API server's pods:\n  %s\nthe pods of the applications in question (etcd history):\n%s%s",
+				name, rep.slot, rep.StartedAt().Format("15:04:05.000"), strings.Join(lines, "\n  "), r.h.explain(apps), r.h.explainTrees(lines)))
 			return
 		}
 	}
@@ -787,6 +811,7 @@ type figures struct {
 	HeldBehind              int
 	HistoryEvents           int
 	HistoryResyncs          int
+	TreeBound, TreeHeld     int
 
 	Violation string
 }
@@ -803,6 +828,7 @@ func (r *runner) finishFigures() {
 	f.HeldBehind = c.heldBehind
 	f.GangFirstBinds, f.GangsWhole = c.gangFirstBinds, c.gangsWhole
 	f.HistoryEvents, f.HistoryResyncs = c.historyEvents, c.historyResyncs
+	f.TreeBound, f.TreeHeld = c.treeBound, c.treeHeld
 	if r.c != nil {
 		f.AuditRepairs = r.c.audits.all()
 	}
@@ -857,7 +883,8 @@ func (f *figures) markdown(o *options) string {
 	row("Jobs created; Deployment scalings; rollouts", fmt.Sprintf("%d; %d; %d", f.JobsCreated, f.DeploymentScales, f.Rollouts))
 	row("StatefulSet pods deleted and created again under their name", fmt.Sprint(f.StatefulSetDeletes))
 	row("gang Jobs created; gangs whose first pod bound (its whole minimum checked); gangs that ran their whole minimum", fmt.Sprintf("%d; %d; %d", f.GangJobsCreated, f.GangFirstBinds, f.GangsWhole))
-	row("queue config changes", f.ConfigChanges)
+	row("queue config changes (each with new quota tree quotas)", f.ConfigChanges)
+	row("bindings of pods naming a quota tree node; pods held by a tree's node at least once", fmt.Sprintf("%d; %d", f.TreeBound, f.TreeHeld))
 	row("SIGKILLs of the leading scheduler", f.Kills)
 	row("failovers to the other replica (time from the kill)", fmt.Sprintf("%d (%s)", f.Failovers, stats(f.FailoverSeconds)))
 	row("kube-apiserver restarts (SIGTERM/SIGKILL alternately; down time)", fmt.Sprintf("%d (%s)", f.APIRestarts, stats(f.APIDownSeconds)))

@@ -30,6 +30,8 @@ type podCharge struct {
 	app    string // namespace/id, as the REST API shows applications
 	res    vec
 	gang   *gangDef // nil: not a gang's pod
+	// trees: the leaf each tree label names (tree -> node; forest.go).
+	trees map[string]string
 }
 
 // chargeOf derives a pod's charge the way docs/design.md describes it.
@@ -61,6 +63,7 @@ func chargeOf(pod *v1.Pod) podCharge {
 	id := appID(pod)
 	c.app = pod.Namespace + "/" + id
 	c.gang = gangOf(pod, id)
+	c.trees = treesOf(pod.Labels)
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	c.res = vec{resPods: 1}
 	for name, q := range reqs {
@@ -132,11 +135,15 @@ type usageModel struct {
 	appPods  map[string]int
 	// reserved: what gang reservations hold, by snap key (reserve).
 	reserved map[string]*rnode
+	// trees: the usage of each quota tree node's subtree, all resources
+	// (tree -> node -> usage; forest.go).
+	trees map[string]map[string]vec
 }
 
 func newUsageModel(cfg *qconfig) *usageModel {
 	return &usageModel{cfg: cfg, users: map[string]map[string]*unode{}, groups: map[string]map[string]*unode{},
-		queues: map[string]*unode{}, appGroup: map[string]string{}, appUser: map[string]string{}, appQueue: map[string]string{}, appPods: map[string]int{}}
+		queues: map[string]*unode{}, appGroup: map[string]string{}, appUser: map[string]string{}, appQueue: map[string]string{}, appPods: map[string]int{},
+		trees: map[string]map[string]vec{}}
 }
 
 // conflict reports why a pod may not join its application: the
@@ -191,6 +198,7 @@ func (m *usageModel) charge(c podCharge) string {
 		bump(m.groups[group], path, c, 1)
 	}
 	bump(m.queues, path, c, 1)
+	m.treeCharge(c, 1)
 	if m.appPods[c.app] == 0 {
 		m.appGroup[c.app] = group
 		m.appUser[c.app] = c.user
@@ -214,6 +222,7 @@ func (m *usageModel) uncharge(c podCharge, group string) {
 		}
 	}
 	bump(m.queues, path, c, -1)
+	m.treeCharge(c, -1)
 	m.appPods[c.app]--
 	if m.appPods[c.app] <= 0 {
 		delete(m.appPods, c.app)
@@ -275,6 +284,7 @@ func (m *usageModel) snap() snap {
 	for k, r := range m.reserved {
 		s.lines[reservedKey(k)] = reservedLine(r.res, r.gangs)
 	}
+	m.treeSnap(s)
 	userGroups := map[string][]string{}
 	groupApps := map[string][]string{}
 	for app, user := range m.appUser {
@@ -413,6 +423,9 @@ func driftApps(sched, model snap) []string {
 		}
 	}
 	for k, a := range sched.lines {
+		if isTreeKey(k) {
+			continue // no applications: explainTrees lists the pods
+		}
 		if model.lines[k] != a {
 			sa, ma := appsOf(a), appsOf(model.lines[k])
 			only := false
@@ -436,7 +449,7 @@ func driftApps(sched, model snap) []string {
 		}
 	}
 	for k, b := range model.lines {
-		if _, ok := sched.lines[k]; !ok {
+		if _, ok := sched.lines[k]; !ok && !isTreeKey(k) {
 			for x := range appsOf(b) {
 				add(x)
 			}

@@ -307,6 +307,7 @@ func (w *workload) queueFor(u userSpec) string {
 func (w *workload) nakedPod(u userSpec) *v1.Pod {
 	queue := w.queueFor(u)
 	meta, spec := w.podTemplate(u, queue)
+	w.treeLabels(meta.Labels)
 	meta.Name = fmt.Sprintf("%s-%07d", u.name, w.seq.Add(1))
 	meta.Namespace = podNamespaces[w.intn(len(podNamespaces))]
 	if w.intn(100) < 40 {
@@ -468,6 +469,7 @@ func (w *workload) jobs(ctx context.Context) {
 		u := w.pickUser()
 		queue := w.queueFor(u)
 		meta, spec := w.podTemplate(u, queue)
+		w.treeLabels(meta.Labels)
 		meta.Annotations[annRun] = fmt.Sprintf("%dms", 500+w.intn(1500))
 		completions := int32(2 + w.intn(3))
 		job := &batchv1.Job{
@@ -560,6 +562,7 @@ func (w *workload) controllers(ctx context.Context, period time.Duration, prefix
 			u := w.users[(i*stride+offset)%len(w.users)]
 			name := fmt.Sprintf("%s-%d", prefix, i)
 			meta, spec := w.podTemplate(u, u.home)
+			w.treeLabels(meta.Labels)
 			meta.Labels["app"] = name
 			spec.RestartPolicy = v1.RestartPolicyAlways
 			err := create(cctx, podNamespaces[i%len(podNamespaces)], name, v1.PodTemplateSpec{ObjectMeta: meta, Spec: spec})

@@ -74,6 +74,26 @@ func SetQueueConfig(ctx context.Context, client kubernetes.Interface, namespace,
 	return err
 }
 
+// SetConfigData creates the queue-config ConfigMap in namespace with data
+// (the queue config under QueueConfigKey and, say, quota trees under keys
+// ending in .tree.json), or replaces the data of the one there (keeping
+// its labels). Keys not in data are removed.
+func SetConfigData(ctx context.Context, client kubernetes.Interface, namespace string, data map[string]string) error {
+	cms := client.CoreV1().ConfigMaps(namespace)
+	cm, err := cms.Get(ctx, QueueConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: QueueConfigMap, Namespace: namespace},
+			Data: data}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	cm.Data = data
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
 // insecureClient talks to the control plane's loopback HTTPS servers, whose
 // serving certificates are self-signed (and to plain HTTP ones).
 var insecureClient = &http.Client{Transport: &http.Transport{
