@@ -414,7 +414,9 @@ func (a *account) addSpan(dt float64, end bool) {
 // SetGuaranteed puts in force the guaranteed share of every elastic queue
 // (by path; nil or empty: no share in force), as the plugin puts a share
 // table in force: each queue whose share changed is booked up to now under
-// the old one first.
+// the old one first. An elastic queue with a guaranteed share and no
+// account yet (no pod ran in it since the books began) gets one now, so
+// that its idle guaranteed is booked from now.
 func (b *Books) SetGuaranteed(g map[string]resources.Vector) {
 	now := b.clock.Now()
 	b.mu.Lock()
@@ -429,6 +431,11 @@ func (b *Books) SetGuaranteed(g map[string]resources.Vector) {
 		a.guar, a.elastic = guar, elastic
 	}
 	b.guaranteed = g
+	for path, guar := range g {
+		if b.queues[path] == nil && !guar.IsZero() {
+			b.newQueue(path, now)
+		}
+	}
 }
 
 // advanceAll brings every account up to t (queues first: members read

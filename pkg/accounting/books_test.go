@@ -266,3 +266,34 @@ func TestNotGuaranteedResource(t *testing.T) {
 		t.Errorf("%d member accounts, want the group's alone (no per-user work)", members)
 	}
 }
+
+// TestIdleWithoutPods: an elastic queue's guaranteed share is booked idle
+// from the moment a share table puts it in force, whether or not a pod
+// ever ran in the queue: the queue that never used its guarantee is the
+// one the idle report is for. A queue whose share names nothing (or that
+// is not elastic) has no account until a pod runs in it.
+func TestIdleWithoutPods(t *testing.T) {
+	c := testingclock.NewFakeClock(t0)
+	b := New(c, Options{})
+	b.SetGuaranteed(map[string]resources.Vector{"root.a": cpu(t, "4"), "root.b": nil})
+	c.Step(time.Hour)
+	if got, want := cpuSeconds(t, b, Queue), map[string][4]float64{"root.a": {0, 0, 0, 14400}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("queues %v cpu-seconds (guaranteed, borrowed, unshared, idle), want %v", got, want)
+	}
+	var idle []string
+	for _, ct := range b.Counters() {
+		if ct.Key.Kind == Queue && ct.Guaranteed {
+			idle = append(idle, fmt.Sprintf("%s %s %v", ct.Key.Queue, ct.Resource.Name(), ct.Values[Idle]/1000))
+		}
+	}
+	if fmt.Sprint(idle) != "[root.a cpu 14400]" {
+		t.Errorf("idle counters %v, want root.a's 14400 cpu-seconds", idle)
+	}
+	// The share goes: nothing more is idle, and the account is kept while
+	// a snapshot kept shows its values.
+	b.SetGuaranteed(nil)
+	c.Step(time.Hour)
+	if got := cpuSeconds(t, b, Queue)["root.a"]; got != [4]float64{0, 0, 0, 14400} {
+		t.Errorf("after the share went: root.a %v, want the 14400 idle of the first hour", got)
+	}
+}

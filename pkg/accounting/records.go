@@ -234,6 +234,11 @@ func (b *Books) Restore(recs []Record) {
 			if a = b.queues[r.Queue]; a == nil {
 				a = b.newQueue(r.Queue, start)
 				a.span = []float64{}
+			} else if before && a.idleOnly() {
+				// Made by a share table put in force before the restore
+				// (SetGuaranteed): as a new account, what the records
+				// say ran stands for what ran until its first event.
+				a.cum, a.at, a.span = a.cum[:0], start, []float64{}
 			}
 		} else {
 			if a = b.members[k]; a == nil {
@@ -283,6 +288,13 @@ func (b *Books) Restore(recs []Record) {
 	b.lastCk = lastCk
 	b.tailVersion++
 	b.daysVersion++
+}
+
+// idleOnly reports whether a queue's account has booked nothing but its
+// idle guaranteed share: no pod charged to it, no member, no checkpoint
+// or point taken since it began.
+func (a *account) idleOnly() bool {
+	return a.usage.IsZero() && a.members == 0 && a.ck == nil && len(a.pt) == 0 && a.span == nil
 }
 
 // valueWhen is the account's values at last, a time after these books

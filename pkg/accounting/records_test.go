@@ -320,3 +320,37 @@ func TestRestoreError(t *testing.T) {
 	}
 	t.Logf("largest error of a user's total: %.1f cpu-seconds, %.2e of it", worst/1000, worstRel)
 }
+
+// TestRestoreAfterShares: the plugin puts its first share table in force
+// (which makes an account for each elastic queue with a guaranteed share)
+// before it restores the books; the restore still lets what the records
+// say ran stand for what ran until the running pods are charged again, as
+// when it comes first (TestRestore), exactly.
+func TestRestoreAfterShares(t *testing.T) {
+	start := time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)
+	c := testingclock.NewFakeClock(start)
+	guar := map[string]resources.Vector{"root.a": cpu(t, "2"), "root.c": cpu(t, "1")}
+	b := New(c, Options{Users: true})
+	b.SetGuaranteed(guar)
+	alice := req(t, "alice", "dev", "root.a", "3")
+	b.Charged(alice)
+	c.SetTime(start.Add(26*time.Hour + 20*time.Minute))
+	recs := throughShards(t, b)
+
+	restart := c.Now().Add(15 * time.Second)
+	c2 := testingclock.NewFakeClock(restart)
+	b2 := New(c2, Options{Users: true})
+	b2.SetGuaranteed(guar)
+	c2.Step(10 * time.Second)
+	b2.Restore(recs)
+	c2.Step(10 * time.Second)
+	b2.Charged(alice) // found running
+	b2.Settle()
+
+	end := restart.Add(2 * time.Hour)
+	c.SetTime(end)
+	c2.SetTime(end)
+	for _, from := range []time.Time{start, start.Truncate(day).Add(day), restart.Truncate(time.Hour).Add(time.Hour)} {
+		sameRows(t, "from "+from.Format(time.RFC3339), rows(t, b2, from, time.Time{}), rows(t, b, from, time.Time{}), 1e-9)
+	}
+}

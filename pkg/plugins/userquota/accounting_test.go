@@ -124,14 +124,16 @@ func TestAccounting(t *testing.T) {
 // accounts (and do no per-user work): groups and queues only.
 func TestAccountingOff(t *testing.T) {
 	e := newEnv(t, envOptions{config: elasticConfig, objects: []runtime.Object{readyNode(testNode, "4")}})
+	e.waitFor("the capacity", e.pl.elastic.capacitySynced)
+	e.pl.elastic.recompute(klog.Background())
 	e.bind(userPod("b-run", "bob", "dev", "root.b", "2"))
 	e.waitFor("bob's pod charged", func() bool { return e.pl.ledger.Len() == 1 })
 	if _, err := e.pl.books.Report(time.Time{}, time.Time{}, accounting.User); err != accounting.ErrNoUsers {
 		t.Errorf("a report by user: %v, want ErrNoUsers", err)
 	}
 	queues, members := e.pl.books.Len()
-	if queues != 2 || members != 1 {
-		t.Errorf("%d queue and %d member accounts, want root and root.b, and group dev in root.b", queues, members)
+	if queues != 3 || members != 1 {
+		t.Errorf("%d queue and %d member accounts, want root, root.a (its guaranteed idle) and root.b, and group dev in root.b", queues, members)
 	}
 }
 
