@@ -20,19 +20,12 @@ func (c *cli) usageReport(args []string) int {
 	var f usageFlags
 	var from, to, by, format string
 	fs := newFlagSet("usage report")
-	fs.StringVar(&f.server, "server", "", "")
-	fs.StringVar(&f.partition, "partition", "default", "")
+	f.registerConn(fs)
 	fs.StringVar(&from, "from", "", "")
 	fs.StringVar(&to, "to", "", "")
 	fs.StringVar(&by, "by", "queue", "")
 	fs.StringVar(&format, "format", "table", "")
 	fs.StringVar(&format, "o", "table", "")
-	fs.StringVar(&f.token, "token", "", "")
-	fs.StringVar(&f.tokenFile, "token-file", "", "")
-	fs.StringVar(&f.caFile, "ca-file", "", "")
-	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
-	fs.StringVar(&f.serverName, "tls-server-name", "", "")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
 	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
 	}
@@ -51,22 +44,15 @@ func (c *cli) usageReport(args []string) int {
 	switch {
 	case fs.NArg() > 0:
 		return c.badArgs(fmt.Sprintf("usage report: unexpected argument %q", fs.Arg(0)))
-	case f.server == "":
-		return c.badArgs("usage report: missing --server")
 	case by != "queue" && by != "group" && by != "user":
 		return c.badArgs(fmt.Sprintf("usage report: --by must be queue, group or user, not %q", by))
 	case format != "table" && format != "csv" && format != "json":
 		return c.badArgs(fmt.Sprintf("usage report: --format must be table, csv or json, not %q", format))
-	case f.partition == "":
-		return c.badArgs("usage report: --partition must not be empty")
-	case f.token != "" && f.tokenFile != "":
-		return c.badArgs("usage report: --token and --token-file exclude each other")
 	}
-	base, err := url.Parse(strings.TrimSuffix(f.server, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return c.badArgs(fmt.Sprintf("usage report: --server must be an http:// or https:// URL, not %q", f.server))
+	if msg := f.checkConn("usage report"); msg != "" {
+		return c.badArgs(msg)
 	}
-	uc, err := newUsageClient(base, f)
+	uc, err := newUsageClient(f)
 	if err != nil {
 		c.errorf("%s", err.Error())
 		return exitFailed

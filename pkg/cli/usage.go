@@ -32,6 +32,8 @@ type usageFlags struct {
 	token, tokenFile, caFile, serverName   string
 	insecure, me                           bool
 	timeout                                time.Duration
+	// base is --server parsed (checkConn).
+	base *url.URL
 	// wrap, when set, adds the caller's credentials to requests sent
 	// without --token or --token-file (why and held: the kubeconfig's).
 	wrap func(http.RoundTripper) (http.RoundTripper, error)
@@ -46,43 +48,29 @@ func (c *cli) usageCmd(args []string) int {
 	stdout := c.stdout
 	var f usageFlags
 	fs := newFlagSet("usage")
-	fs.StringVar(&f.server, "server", "", "")
-	fs.StringVar(&f.partition, "partition", "default", "")
+	f.registerConn(fs)
 	fs.StringVar(&f.user, "user", "", "")
 	fs.StringVar(&f.group, "group", "", "")
 	fs.BoolVar(&f.me, "me", false, "")
 	fs.StringVar(&f.output, "o", "tree", "")
 	fs.StringVar(&f.output, "output", "tree", "")
-	fs.StringVar(&f.token, "token", "", "")
-	fs.StringVar(&f.tokenFile, "token-file", "", "")
-	fs.StringVar(&f.caFile, "ca-file", "", "")
-	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
-	fs.StringVar(&f.serverName, "tls-server-name", "", "")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
 	if code, ok := c.parseFlags(fs, args); !ok {
 		return code
 	}
 	switch {
 	case fs.NArg() > 0:
 		return c.badArgs(fmt.Sprintf("usage: unexpected argument %q", fs.Arg(0)))
-	case f.server == "":
-		return c.badArgs("usage: missing --server")
 	case f.user != "" && f.group != "":
 		return c.badArgs("usage: --user and --group exclude each other")
 	case f.me && (f.user != "" || f.group != ""):
 		return c.badArgs("usage: --me excludes --user and --group")
 	case f.output != "tree" && f.output != "json":
 		return c.badArgs(fmt.Sprintf("usage: -o must be tree or json, not %q", f.output))
-	case f.partition == "":
-		return c.badArgs("usage: --partition must not be empty")
-	case f.token != "" && f.tokenFile != "":
-		return c.badArgs("usage: --token and --token-file exclude each other")
 	}
-	base, err := url.Parse(strings.TrimSuffix(f.server, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return c.badArgs(fmt.Sprintf("usage: --server must be an http:// or https:// URL, not %q", f.server))
+	if msg := f.checkConn("usage"); msg != "" {
+		return c.badArgs(msg)
 	}
-	uc, err := newUsageClient(base, f)
+	uc, err := newUsageClient(f)
 	if err != nil {
 		c.errorf("%s", err.Error())
 		return exitFailed
@@ -112,8 +100,8 @@ type usageClient struct {
 	http  *http.Client
 }
 
-func newUsageClient(base *url.URL, f usageFlags) (*usageClient, error) {
-	c := &usageClient{base: base, token: f.token}
+func newUsageClient(f usageFlags) (*usageClient, error) {
+	c := &usageClient{base: f.base, token: f.token}
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -86,14 +85,7 @@ type serverFlags struct {
 
 // register adds the flags to fs.
 func (f *serverFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.server, "server", os.Getenv(envServer), "")
-	fs.StringVar(&f.partition, "partition", "default", "")
-	fs.StringVar(&f.token, "token", "", "")
-	fs.StringVar(&f.tokenFile, "token-file", "", "")
-	fs.StringVar(&f.caFile, "ca-file", "", "")
-	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "")
-	fs.StringVar(&f.serverName, "tls-server-name", "", "")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
+	f.registerConn(fs)
 	fs.StringVar(&f.kube.kubeconfig, "kubeconfig", "", "")
 	fs.StringVar(&f.kube.context, "context", "", "")
 	fs.StringVar(&f.output, "o", "", "")
@@ -102,13 +94,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 
 // check returns what is wrong with the flags ("" when nothing).
 func (f *serverFlags) check(cmd string, outputs ...string) string {
-	switch {
-	case f.server == "":
-		return cmd + ": missing --server (or $" + envServer + "): the scheduler's REST API, e.g. https://127.0.0.1:9089"
-	case f.partition == "":
-		return cmd + ": --partition must not be empty"
-	case f.token != "" && f.tokenFile != "":
-		return cmd + ": --token and --token-file exclude each other"
+	if msg := f.checkConn(cmd); msg != "" {
+		return msg
 	}
 	if f.output == "" {
 		f.output = outputs[0]
@@ -124,16 +111,12 @@ func (f *serverFlags) check(cmd string, outputs ...string) string {
 // client returns the REST API's client; with k, requests without a token
 // carry the kubeconfig's credentials.
 func (f *serverFlags) client(k *kube) (*usageClient, error) {
-	base, err := url.Parse(strings.TrimSuffix(f.server, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("--server must be an http:// or https:// URL, not %q", f.server)
-	}
 	uf := f.usageFlags
 	if k != nil && k.config != nil {
 		cfg := k.config
 		uf.wrap = func(rt http.RoundTripper) (http.RoundTripper, error) { return rest.HTTPWrappersForConfig(cfg, rt) }
 	}
-	return newUsageClient(base, uf)
+	return newUsageClient(uf)
 }
 
 // why is `userquotactl why POD [-n NS]`: the pod is read through the

@@ -251,7 +251,7 @@ func TestTLSServerName(t *testing.T) {
 		{"a name the certificate has", "example.com", true},
 		{"a name it does not have", "userquota-scheduler-rest.userquota-system.svc", false},
 	} {
-		c, err := newUsageClient(base, usageFlags{caFile: ca, serverName: tc.serverName, timeout: 5 * time.Second})
+		c, err := newUsageClient(usageFlags{base: base, caFile: ca, serverName: tc.serverName, timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
