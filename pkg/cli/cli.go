@@ -134,7 +134,9 @@ Flags for why and held:
   --timeout                    as for usage
 
 Flags for usage:
-  --server URL                 the REST API, e.g. http://127.0.0.1:9089 (required)
+  --server URL                 the REST API, e.g. http://127.0.0.1:9089
+                               (default $USERQUOTA_SERVER; required one way
+                               or other)
   --user NAME | --group NAME   one user or one group (default: everything)
   --me                         the caller's own usage and their groups' (the
                                user the token authenticates as)
