@@ -90,7 +90,7 @@ func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 		userUsageDesc, userLimitDesc, userAppsDesc, groupUsageDesc, groupLimitDesc, groupAppsDesc,
 		heldDesc, admittedDesc, heldOldestDesc,
 		guaranteedShareDesc, runtimeShareDesc, borrowedDesc,
-		treeUsageDesc, treeQuotaDesc,
+		treeUsageDesc, treeQuotaDesc, treeLentDesc,
 	} {
 		ch <- d
 	}

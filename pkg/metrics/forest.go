@@ -12,6 +12,7 @@ import (
 var (
 	treeUsageDesc = desc("tree_node_usage", "Usage of a quota tree node's subtree by the pods charged on it, by resource of the tree (docs/forests.md).", "tree", "node", "resource", "unit")
 	treeQuotaDesc = desc("tree_node_quota", "A quota tree node's quota, by resource of the tree.", "tree", "node", "resource", "unit")
+	treeLentDesc  = desc("tree_node_lent", "Usage allocated at a quota tree node by pods whose own node is below it (borrowers through soft nodes), by resource of the tree (docs/forests.md).", "tree", "node", "resource", "unit")
 )
 
 // collectForest emits the gauges of every node of the trees forest
@@ -28,6 +29,8 @@ func collectForest(forest func() []ugm.ForestTree, gauge func(*metrics.Desc, flo
 				gauge(treeQuotaDesc, v, t.Name, n.Node, b.ID.Name(), unit)
 				u, _ := value(b.ID, n.Usage.Get(b.ID))
 				gauge(treeUsageDesc, u, t.Name, n.Node, b.ID.Name(), unit)
+				l, _ := value(b.ID, n.Lent.Get(b.ID))
+				gauge(treeLentDesc, l, t.Name, n.Node, b.ID.Name(), unit)
 			}
 			for _, c := range n.Children {
 				visit(c)

@@ -60,9 +60,9 @@ type TreeNode struct {
 	Parent *TreeNode // nil for the root
 	// Children sorted by name.
 	Children []*TreeNode
-	// Soft is the node's "hard": "false": in MCAD a consumer that does not
-	// fit there may take room at an ancestor. Not implemented: a soft node
-	// is enforced as a hard one (a notice at load; docs/forests.md).
+	// Soft is the node's "hard": "false": a consumer that does not fit
+	// there takes room at its parent (the seed's aNode; ugm.placeTree and
+	// docs/forests.md, "Soft nodes"). The root is never soft.
 	Soft bool
 	// Quota bounds the usage of the node's subtree, one amount per
 	// resource name of the tree, in base units.
@@ -278,11 +278,6 @@ func ParseTree(source string, data []byte) (*Tree, []string, *Errors) {
 			notices = append(notices, fmt.Sprintf("%s: resource %s is not one a pod requests (not cpu, memory, ephemeral-storage, pods, hugepages-* or a domain-qualified extended resource): the scheduler charges nothing of it; simulator traces may request it", treeWhere(source, t.Name), r))
 		}
 	}
-	t.Walk(func(n *TreeNode) {
-		if n.Soft {
-			notices = append(notices, fmt.Sprintf("%s: node %q is soft (hard: false): enforced as hard, borrowing from its ancestors is not implemented (docs/forests.md)", treeWhere(source, t.Name), n.Name))
-		}
-	})
 	return t, notices, nil
 }
 

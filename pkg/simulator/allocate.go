@@ -104,6 +104,9 @@ func (s *sim) try(p *pendingPod) decision {
 		if p.line.Queue == "" || s.policy.HasRules() {
 			out.Queue = placed.Queue
 		}
+		if req.Trees != nil {
+			out.Borrowed = s.borrowed(p.name)
+		}
 		d.out, d.result = out, admittedPod
 		return d
 	}

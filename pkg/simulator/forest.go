@@ -95,3 +95,22 @@ func loadConfig(text []byte, trees map[string]string, name string) (*queueconfig
 	}
 	return cfg, p, nil
 }
+
+// borrowed is, by tree, the node above its own the live pod is allocated
+// at (ugm.TreeNode.ANode), nil when none.
+func (s *sim) borrowed(pod string) map[string]string {
+	c, ok := s.ledger.Get(pod)
+	if !ok || c.Request.Trees == nil {
+		return nil
+	}
+	var out map[string]string
+	for _, n := range c.Request.Trees.Nodes {
+		if n.Borrowed() {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[n.Tree] = n.ANode
+		}
+	}
+	return out
+}

@@ -15,6 +15,10 @@ type allowed struct {
 	Pod     string `json:"pod"`
 	Allowed bool   `json:"allowed"`
 	Queue   string `json:"queue,omitempty"`
+	// Borrowed is, by tree, the node above the pod's own it is allocated
+	// at (a soft node's borrower: docs/forests.md); none when it is
+	// allocated at its own node in every tree.
+	Borrowed map[string]string `json:"borrowed,omitempty"`
 }
 
 // refused is {"pod":"p1","allowed":false,"reason":...} and, for a limit,

@@ -193,7 +193,7 @@ func (m *Manager) hold(key string, req *Request) *admission {
 	ad.req.Groups = append([]string(nil), req.Groups...)
 	ad.req.Resources = req.Resources.Clone()
 	// The tree nodes it holds room on, taken back on these same nodes.
-	ad.req.Trees = m.forest.heldRefs(req)
+	ad.req.Trees = m.heldRefs(req, nil)
 	aa := m.adm.apps[req.App]
 	if aa == nil {
 		group := ""

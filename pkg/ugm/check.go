@@ -31,7 +31,7 @@ func (m *Manager) checkFor(req *Request, own *admission, soft *shareNeeds) (*que
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if r := m.checkTrees(req, own); r != nil {
+	if r := m.checkTrees(req, own, treeNeedsOf(soft)); r != nil {
 		return nil, nil, "", r
 	}
 	return leaf, a, group, nil

@@ -139,6 +139,12 @@ type Decision struct {
 	// share of queues above the pod's own and nothing else stands in its
 	// way: those queues, deepest first (CheckReclaim).
 	Blocked []string
+	// TreeNeeds is set, with reclaim asked for, when Err is a quota
+	// tree's node that pods allocated there from below (borrowers of soft
+	// nodes) hold, and preempting some of them would let the pod in:
+	// what each such node needs given back (docs/forests.md, "Soft
+	// nodes"). Blocked may be set with it.
+	TreeNeeds []TreeNeed
 	// Elastic is the config's flag (InForce.Elastic).
 	Elastic bool
 }
@@ -159,7 +165,7 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 		return d
 	}
 	if len(m.forest.trees) > 0 && req.Trees != nil {
-		req.Trees = m.forest.heldRefs(&req)
+		req.Trees = m.heldRefs(&req, m.adm.byKey[key])
 	}
 	d.Request, d.Placed = req, true
 	if d.Err = validate(&req); d.Err != nil {
@@ -168,12 +174,16 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 	own := m.adm.byKey[key]
 	_, _, _, d.Err = m.checkFor(&req, own, nil)
 	var r *Refusal
-	if !reclaim || !in.Elastic || !errors.As(d.Err, &r) || r.Limit != LimitShare || r.Queue == req.Queue {
+	if !reclaim || !errors.As(d.Err, &r) {
 		return d
 	}
-	soft := &shareNeeds{}
+	share := in.Elastic && r.Limit == LimitShare && r.Queue != req.Queue
+	if !share && r.Who != WhoTree {
+		return d
+	}
+	soft := &shareNeeds{trees: r.Who == WhoTree}
 	if _, _, _, err := m.checkFor(&req, own, soft); err == nil {
-		d.Blocked = soft.blocked
+		d.Blocked, d.TreeNeeds = soft.blocked, soft.treeNeeds
 	}
 	return d
 }

@@ -67,12 +67,35 @@ func (p *TreePart) labels() map[string]string {
 // TreeNode is a node of a quota tree a request is charged on (or holds
 // room on).
 type TreeNode struct {
+	// Node is the leaf the pod names (the seed's gNode).
 	Tree, Node string
+	// ANode is where the request is allocated (the seed's aNode): Node,
+	// or, when Node is soft and full, the ancestor reached through soft
+	// nodes at which it fits (placeTree). The request counts on ANode and
+	// its ancestors, not on the nodes below ANode. A commit records it and
+	// the release takes the charge back there; "" for a tree not in force
+	// when the request was decided (counted at Node if it comes).
+	ANode string
 	// Path is the node and its ancestors, the node first, in the tree of
 	// the config in force when ugm last looked (shared, never changed);
 	// nil when the tree or the node is not in force.
 	Path []string
 }
+
+// Counted is the part of Path the request counts on: ANode and its
+// ancestors (all of Path when ANode is not on it).
+func (n TreeNode) Counted() []string {
+	for i, p := range n.Path {
+		if p == n.ANode {
+			return n.Path[i:]
+		}
+	}
+	return n.Path
+}
+
+// Borrowed reports whether the request is allocated above its node: it
+// took room at an ancestor (docs/forests.md, "Soft nodes").
+func (n TreeNode) Borrowed() bool { return n.ANode != "" && n.ANode != n.Node }
 
 // TreeNodeError refuses a request whose tree label names no node pods may
 // join: no node of that name, a node that is not a leaf (the seed's
@@ -91,9 +114,13 @@ func (e *TreeNodeError) Error() string {
 type forest struct {
 	// trees are the trees in force, sorted by name (none: nil).
 	trees []*treeState
-	// charged is what is charged on each node, by tree then node name.
-	charged map[string]map[string]*treeCharge
+	// charged is what is charged, by tree then by node and aNode name.
+	charged map[string]map[chargeKey]*treeCharge
 }
+
+// chargeKey is where pods are charged in one tree: the node they name
+// and the node they are allocated at (the same when not borrowing).
+type chargeKey struct{ node, anode string }
 
 // treeState is one tree in force with its nodes' usage.
 type treeState struct {
@@ -108,10 +135,11 @@ type treeNodeState struct {
 	usage  resources.Vector
 }
 
-// treeCharge is what the pods charged on one node hold there.
+// treeCharge is what the pods charged on one node and aNode hold there;
+// npUsage the part of it non-preemptible pods hold.
 type treeCharge struct {
-	usage resources.Vector
-	n     int
+	usage, npUsage resources.Vector
+	n              int
 }
 
 // treeKey is a node of a tree, as a map key.
@@ -129,13 +157,28 @@ func (f *forest) apply(trees []*queueconfig.Tree) {
 			}
 			ts.nodes[n.Name] = s
 		})
-		for node, c := range f.charged[t.Name] {
-			for s := ts.nodes[node]; s != nil; s = s.parent {
+		for k, c := range f.charged[t.Name] {
+			for s := ts.start(k); s != nil; s = s.parent {
 				s.usage.AddUnchecked(c.usage)
 			}
 		}
 		f.trees = append(f.trees, ts)
 	}
+}
+
+// start is the node in force where charges of k count from: their aNode
+// while it is the node or an ancestor of it in this tree, else the node
+// (a config that moved the aNode out of the path counts them there, as a
+// hard charge); nil when the node is not in force.
+func (t *treeState) start(k chargeKey) *treeNodeState {
+	n := t.nodes[k.node]
+	if n == nil || k.anode == "" || k.anode == k.node {
+		return n
+	}
+	if a := t.nodes[k.anode]; a != nil && onTreePath(n.cfg.Path, k.anode) {
+		return a
+	}
+	return n
 }
 
 // tree returns the tree in force named name, or nil.
@@ -209,40 +252,56 @@ func onTreePath(path []string, node string) bool {
 // names, with their paths: where an admission holds room. Nil for a
 // request without one. Nodes a label names wrongly are left out (visit
 // refuses the request).
-func (f *forest) heldRefs(req *Request) *TreePart {
+func (m *Manager) heldRefs(req *Request, own *admission) *TreePart {
 	if req.Trees == nil {
 		return nil
 	}
 	out := &TreePart{Labels: req.Trees.Labels}
-	_ = f.visit(req, func(t *treeState, n *treeNodeState) {
-		out.Nodes = append(out.Nodes, TreeNode{Tree: t.cfg.Name, Node: n.cfg.Name, Path: n.cfg.Path})
+	_ = m.forest.visit(req, func(t *treeState, n *treeNodeState) {
+		a, _ := m.placeTree(t, n, req.Resources, own, true, nil)
+		out.Nodes = append(out.Nodes, TreeNode{Tree: t.cfg.Name, Node: n.cfg.Name, ANode: a.cfg.Name, Path: n.cfg.Path})
 	})
 	return out
 }
 
 // chargeRefs is req's tree part with the nodes a commit charges: every
 // tree label the request carries, of a tree in force or not (charge sets
-// the paths of those in force).
-func (f *forest) chargeRefs(req *Request) *TreePart {
+// the paths of those in force), each with the aNode it is allocated at
+// now (placeTree; counting held room unless forced: a pod found running
+// takes the lowest node it fits on usage alone, its node when none).
+func (m *Manager) chargeRefs(req *Request, forced bool) *TreePart {
 	var out []TreeNode
 	for k, v := range req.Trees.labels() {
 		if !strings.HasPrefix(k, podmeta.LabelTreePrefix) {
 			continue
 		}
-		out = append(out, TreeNode{Tree: k[len(podmeta.LabelTreePrefix):], Node: v})
+		ref := TreeNode{Tree: k[len(podmeta.LabelTreePrefix):], Node: v, ANode: v}
+		if t := m.forest.tree(ref.Tree); t != nil {
+			if n := t.nodes[v]; n != nil {
+				if a, r := m.placeTree(t, n, req.Resources, nil, !forced, nil); r == nil {
+					ref.ANode = a.cfg.Name
+				}
+			}
+		}
+		out = append(out, ref)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Tree < out[j].Tree })
 	return &TreePart{Labels: req.Trees.labels(), Nodes: out}
 }
 
 // charge adds (sign 1) or takes back (sign -1) res on the nodes of refs,
-// and returns the tree part of a request with labels and those nodes,
-// each with its path in the trees in force now. It reports whether a
-// usage went below zero (clamped). refs is not changed.
-func (f *forest) charge(part *TreePart, res resources.Vector, sign int) (_ *TreePart, clamped bool) {
+// each from its aNode up (np: the request is non-preemptible), and
+// returns the tree part of a request with labels and those nodes, each
+// with its path in the trees in force now. It reports whether a usage
+// went below zero (clamped). refs is not changed.
+func (f *forest) charge(part *TreePart, res resources.Vector, np bool, sign int) (_ *TreePart, clamped bool) {
 	refs := append([]TreeNode(nil), part.Nodes...)
 	for i := range refs {
 		ref := &refs[i]
+		if ref.ANode == "" {
+			ref.ANode = ref.Node
+		}
+		k := chargeKey{ref.Node, ref.ANode}
 		byNode := f.charged[ref.Tree]
 		if byNode == nil {
 			if sign < 0 {
@@ -250,29 +309,33 @@ func (f *forest) charge(part *TreePart, res resources.Vector, sign int) (_ *Tree
 				continue
 			}
 			if f.charged == nil {
-				f.charged = map[string]map[string]*treeCharge{}
+				f.charged = map[string]map[chargeKey]*treeCharge{}
 			}
-			byNode = map[string]*treeCharge{}
+			byNode = map[chargeKey]*treeCharge{}
 			f.charged[ref.Tree] = byNode
 		}
-		c := byNode[ref.Node]
+		c := byNode[k]
 		if c == nil {
 			if sign < 0 {
 				clamped = true
 				continue
 			}
 			c = &treeCharge{}
-			byNode[ref.Node] = c
+			byNode[k] = c
 		}
 		ref.Path = nil
 		var n *treeNodeState
 		if t := f.tree(ref.Tree); t != nil {
-			if n = t.nodes[ref.Node]; n != nil {
-				ref.Path = n.cfg.Path
+			if g := t.nodes[ref.Node]; g != nil {
+				ref.Path = g.cfg.Path
 			}
+			n = t.start(k)
 		}
 		if sign > 0 {
 			c.usage.AddUnchecked(res)
+			if np {
+				c.npUsage.AddUnchecked(res)
+			}
 			c.n++
 			for ; n != nil; n = n.parent {
 				n.usage.AddUnchecked(res)
@@ -280,8 +343,11 @@ func (f *forest) charge(part *TreePart, res resources.Vector, sign int) (_ *Tree
 			continue
 		}
 		clamped = c.usage.SubClamped(res) || clamped
+		if np {
+			c.npUsage.SubClamped(res)
+		}
 		if c.n--; c.n <= 0 {
-			delete(byNode, ref.Node)
+			delete(byNode, k)
 			if len(byNode) == 0 {
 				delete(f.charged, ref.Tree)
 			}
@@ -294,17 +360,24 @@ func (f *forest) charge(part *TreePart, res resources.Vector, sign int) (_ *Tree
 }
 
 // resize changes the charge of refs from old to new resources (forced).
-func (f *forest) resize(refs []TreeNode, old, new resources.Vector) {
+func (f *forest) resize(refs []TreeNode, old, new resources.Vector, np bool) {
 	apply := func(v *resources.Vector) {
 		v.SubClamped(old)
 		v.AddUnchecked(new)
 	}
 	for _, ref := range refs {
-		if c := f.charged[ref.Tree][ref.Node]; c != nil {
+		k := chargeKey{ref.Node, ref.ANode}
+		if k.anode == "" {
+			k.anode = k.node
+		}
+		if c := f.charged[ref.Tree][k]; c != nil {
 			apply(&c.usage)
+			if np {
+				apply(&c.npUsage)
+			}
 		}
 		if t := f.tree(ref.Tree); t != nil {
-			for n := t.nodes[ref.Node]; n != nil; n = n.parent {
+			for n := t.start(k); n != nil; n = n.parent {
 				apply(&n.usage)
 			}
 		}
@@ -313,52 +386,137 @@ func (f *forest) resize(refs []TreeNode, old, new resources.Vector) {
 
 // checkTrees refuses req on the first node, over the trees it names (by
 // name) and from its node up to the root, where it would go over the
-// node's quota, counting the room admissions hold there (own's aside).
+// node's quota, counting the room admissions hold there (own's aside),
+// past the soft nodes it may borrow above (placeTree). With needs (only
+// Decide for reclaim), a node whose quota borrowers allocated at it could
+// give back does not refuse: it is recorded there.
 // Callers hold m.mu and have resolved req (visit found no error).
-func (m *Manager) checkTrees(req *Request, own *admission) *Refusal {
+func (m *Manager) checkTrees(req *Request, own *admission, needs *[]TreeNeed) *Refusal {
 	var r *Refusal
 	_ = m.forest.visit(req, func(t *treeState, leaf *treeNodeState) {
 		if r != nil {
 			return
 		}
-		r = m.checkTreePath(t, leaf, req.Resources, own)
+		_, r = m.placeTree(t, leaf, req.Resources, own, true, needs)
 	})
 	return r
 }
 
-// checkTreePath refuses res at the first node from leaf up whose quota
-// it would exceed, with the room held there (own's aside).
-func (m *Manager) checkTreePath(t *treeState, leaf *treeNodeState, res resources.Vector, own *admission) *Refusal {
+// TreeNeed is room a pod needs at a node of a quota tree that pods
+// allocated there from below (borrowers: docs/forests.md, "Soft nodes")
+// hold, and may be preempted to give back (Decision.TreeNeeds).
+type TreeNeed struct {
+	Tree, Node string
+	// Need is, per resource of the tree, how much must be given back.
+	Need resources.Vector
+	// Lower: the pod is allocated below Node (it fits at a lower node),
+	// so any preemptible borrower at Node gives way to it; otherwise only
+	// borrowers of lower priority do.
+	Lower bool
+}
+
+// placeTree finds where res goes on the path of leaf in t: the seed's
+// aNode, the lowest node from which res fits every node up to the root,
+// such that every node below it on the path is soft (a consumer that
+// does not fit at a soft node takes room at its parent; a hard node, and
+// the root, end the way up). A refusal names the first node from leaf up
+// that is full and hard or above a hard one; the node returned is then
+// leaf. held: room admissions hold counts (own's aside). With needs, a
+// full node where preemptible borrowers (pods allocated at it from
+// below) hold at least the excess is recorded there and passed.
+// Callers hold m.mu.
+func (m *Manager) placeTree(t *treeState, leaf *treeNodeState, res resources.Vector, own *admission, held bool, needs *[]TreeNeed) (*treeNodeState, *Refusal) {
 	var ownTree []string
 	if own != nil {
 		for _, x := range own.req.Trees.nodes() {
 			if x.Tree == t.cfg.Name {
-				ownTree = x.Path
+				ownTree = x.Counted()
 			}
 		}
 	}
+	anode := leaf
+	hard := false
 	for n := leaf; n != nil; n = n.parent {
-		var held, mine resources.Vector
-		if h := m.adm.trees[treeKey{t.cfg.Name, n.cfg.Name}]; h != nil {
-			held = h.res
-		}
-		if ownTree != nil && onTreePath(ownTree, n.cfg.Name) {
-			mine = own.req.Resources
-		}
-		if e, over := n.cfg.Quota.ExceedsWith(n.usage, held, mine, res); over {
-			r := &Refusal{Who: WhoTree, Name: t.cfg.Name, Node: n.cfg.Name, Leaf: leaf.cfg.Name, Limit: LimitResources,
-				Resource: e.ID.Name(), Usage: e.Usage, Request: e.Request, Max: e.Max}
-			if h := held.Get(e.ID) - mine.Get(e.ID); h > 0 {
-				r.Admitted = h
+		hardHere := !n.cfg.Soft || n.parent == nil
+		var h, mine resources.Vector
+		if held {
+			if x := m.adm.trees[treeKey{t.cfg.Name, n.cfg.Name}]; x != nil {
+				h = x.res
 			}
-			return r
+			if ownTree != nil && onTreePath(ownTree, n.cfg.Name) {
+				mine = own.req.Resources
+			}
+		}
+		e, over := n.cfg.Quota.ExceedsWith(n.usage, h, mine, res)
+		if !over {
+			hard = hard || hardHere
+			continue
+		}
+		if !hard && !hardHere {
+			// Soft, and soft all the way from leaf: borrow above.
+			anode = n.parent
+			continue
+		}
+		if needs != nil {
+			if need := m.forest.lendNeed(t, n, h, mine, res); need != nil {
+				*needs = append(*needs, TreeNeed{Tree: t.cfg.Name, Node: n.cfg.Name, Need: need, Lower: anode != n})
+				hard = hard || hardHere
+				continue
+			}
+		}
+		r := &Refusal{Who: WhoTree, Name: t.cfg.Name, Node: n.cfg.Name, Leaf: leaf.cfg.Name, Limit: LimitResources,
+			Resource: e.ID.Name(), Usage: e.Usage, Request: e.Request, Max: e.Max}
+		if x := h.Get(e.ID) - mine.Get(e.ID); x > 0 {
+			r.Admitted = x
+		}
+		return leaf, r
+	}
+	return anode, nil
+}
+
+// lendNeed is what res needs given back at n (per resource of the tree
+// over its quota with held room h, own's mine aside) when preemptible
+// pods allocated at n from below hold at least that much; nil otherwise.
+func (f *forest) lendNeed(t *treeState, n *treeNodeState, h, mine, res resources.Vector) resources.Vector {
+	var need resources.Vector
+	for _, b := range n.cfg.Quota {
+		r := res.Get(b.ID)
+		if r <= 0 {
+			continue
+		}
+		u := n.usage.Get(b.ID) + max(0, h.Get(b.ID)-mine.Get(b.ID))
+		if d := u + r - b.Max; d > 0 {
+			need.Set(b.ID, d)
 		}
 	}
-	return nil
+	lent := f.lentAt(t.cfg.Name, n.cfg.Name, true)
+	for i, x := range need {
+		if x > 0 && lent.Get(resources.ID(i)) < x {
+			return nil
+		}
+	}
+	return need
+}
+
+// lentAt sums the usage of pods of tree allocated at node from a node
+// below it (borrowers); preemptible: only those that may be preempted.
+func (f *forest) lentAt(tree, node string, preemptible bool) resources.Vector {
+	var sum resources.Vector
+	for k, c := range f.charged[tree] {
+		if k.anode != node || k.node == node {
+			continue
+		}
+		sum.AddUnchecked(c.usage)
+		if preemptible {
+			sum.SubClamped(c.npUsage)
+		}
+	}
+	return sum
 }
 
 // overTrees is the first node of refs (committed nodes) whose quota a
-// growth of res takes over, on usage alone; nil when none.
+// growth of res takes over, on usage alone, each from its aNode up; nil
+// when none.
 func (f *forest) overTrees(refs []TreeNode, res resources.Vector) *Refusal {
 	for _, ref := range refs {
 		t := f.tree(ref.Tree)
@@ -366,7 +524,10 @@ func (f *forest) overTrees(refs []TreeNode, res resources.Vector) *Refusal {
 			continue
 		}
 		leaf := t.nodes[ref.Node]
-		for n := leaf; n != nil; n = n.parent {
+		if leaf == nil {
+			continue
+		}
+		for n := t.start(chargeKey{ref.Node, ref.ANode}); n != nil; n = n.parent {
 			if e, over := n.cfg.Quota.Exceeds(n.usage, res); over {
 				return &Refusal{Who: WhoTree, Name: t.cfg.Name, Node: n.cfg.Name, Leaf: leaf.cfg.Name, Limit: LimitResources,
 					Resource: e.ID.Name(), Usage: e.Usage, Request: e.Request, Max: e.Max}
@@ -380,7 +541,7 @@ func (f *forest) overTrees(refs []TreeNode, res resources.Vector) *Refusal {
 // paths of refs, in the admissions' book.
 func (a *admissions) addHeld(refs []TreeNode, res resources.Vector, sign int) {
 	for _, ref := range refs {
-		for _, node := range ref.Path {
+		for _, node := range ref.Counted() {
 			k := treeKey{ref.Tree, node}
 			if h := stepHeld(a.trees[k], res, sign, 0); h.empty() {
 				delete(a.trees, k)
@@ -398,9 +559,14 @@ type TreeUsage struct {
 	Node  string          `json:"node"`
 	Soft  bool            `json:"soft,omitempty"`
 	Quota resources.Limit `json:"quota"`
-	// Usage is what pods charged in the subtree use of the tree's
-	// resources.
-	Usage    resources.Vector `json:"usage"`
+	// Usage is what pods allocated in the subtree use of the tree's
+	// resources (a pod allocated above its own node, at an ancestor,
+	// counts there and not here).
+	Usage resources.Vector `json:"usage"`
+	// Lent is the part of Usage held by pods allocated at this node whose
+	// own node is below it: room this node lends to soft nodes under it
+	// (docs/forests.md, "Soft nodes"); empty when none.
+	Lent     resources.Vector `json:"lent,omitempty"`
 	Children []*TreeUsage     `json:"children,omitempty"`
 }
 
@@ -427,12 +593,29 @@ func (m *Manager) Forest() []ForestTree {
 		for _, r := range t.cfg.ResourceNames {
 			names[r] = true
 		}
+		var lent map[*treeNodeState]resources.Vector
+		for k, c := range m.forest.charged[t.cfg.Name] {
+			if s := t.start(k); s != nil && s.cfg.Name != k.node {
+				if lent == nil {
+					lent = map[*treeNodeState]resources.Vector{}
+				}
+				v := lent[s]
+				v.AddUnchecked(c.usage)
+				lent[s] = v
+			}
+		}
 		var node func(*queueconfig.TreeNode) *TreeUsage
 		node = func(n *queueconfig.TreeNode) *TreeUsage {
 			u := &TreeUsage{Node: n.Name, Soft: n.Soft, Quota: n.Quota}
-			for i, x := range t.nodes[n.Name].usage {
+			s := t.nodes[n.Name]
+			for i, x := range s.usage {
 				if id := resources.ID(i); x != 0 && names[id.Name()] {
 					u.Usage.Set(id, x)
+				}
+			}
+			for i, x := range lent[s] {
+				if id := resources.ID(i); x != 0 && names[id.Name()] {
+					u.Lent.Set(id, x)
 				}
 			}
 			for _, c := range n.Children {

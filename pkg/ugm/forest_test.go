@@ -377,9 +377,9 @@ func TestForestConcurrent(t *testing.T) {
 }
 
 // TestForestSeedTree: the seed's TestTree (testdata, its trailing comma
-// fixed): A hard 10 cpu/256 memory; B hard 2/64; C (soft, enforced as
-// hard) 6/64. Quantities are Kubernetes quantities: memory 256 is 256
-// bytes.
+// fixed): A hard 10 cpu/256 memory; B hard 2/64; C soft 6/64: a consumer
+// that does not fit C takes room at A. Quantities are Kubernetes
+// quantities: memory 256 is 256 bytes.
 func TestForestSeedTree(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "queueconfig", "testdata", "trees", "testtree.tree.json"))
 	if err != nil {
@@ -397,11 +397,16 @@ func TestForestSeedTree(t *testing.T) {
 		want string
 	}{
 		{r("c1", "C", "4", "16"), ""},
-		{r("c2", "C", "4", "16"), "quota tree TestTree node C would exceed its quota: cpu 4+4 > 6"},
+		// C full (4+4 > 6): borrowed at A, 8 of 10 cpu.
+		{r("c2", "C", "4", "16"), ""},
 		{r("b1", "B", "2", "64"), ""},
+		// B is hard.
 		{r("b2", "B", "1", "1"), "quota tree TestTree node B would exceed its quota: cpu 2+1 > 2"},
-		{r("c3", "C", "2", "48"), ""},
-		{r("c4", "C", "0", "1"), "quota tree TestTree node C would exceed its quota: memory 64+1 > 64"},
+		// Fits C (c2 does not count there), not A: c2 holds it.
+		{r("c3", "C", "2", "48"), "quota tree TestTree node A (above C) would exceed its quota: cpu 10+2 > 10"},
+		{r("c4", "C", "0", "48"), ""},
+		// C's memory full (64): borrowed at A (145 of 256).
+		{r("c5", "C", "0", "1"), ""},
 		{r("a1", "A", "1", "1"), "label tree.userquota.io/TestTree=A: node A of quota tree TestTree is not a leaf: pods join a leaf node (under A: B, C)"},
 	} {
 		got := ""

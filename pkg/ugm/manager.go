@@ -136,7 +136,7 @@ func (m *Manager) Commit(key string, req *Request) error {
 		return err
 	}
 	m.unadmit(key, false)
-	return m.commit(req, leaf, a, group)
+	return m.commit(req, leaf, a, group, false)
 }
 
 // ForceIncrease commits req without checking limits: for pods that already
@@ -175,10 +175,15 @@ func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err erro
 	}
 	over = m.overLimit(req, leaf, a, group)
 	if over == nil && len(m.forest.trees) > 0 {
-		over = m.forest.overTrees(m.forest.heldRefs(req).nodes(), req.Resources)
+		// Where it fits on usage alone, past soft nodes; over where not.
+		_ = m.forest.visit(req, func(t *treeState, n *treeNodeState) {
+			if over == nil {
+				_, over = m.placeTree(t, n, req.Resources, nil, false, nil)
+			}
+		})
 	}
 	m.unadmit(key, false)
-	if err := m.commit(req, leaf, a, group); err != nil {
+	if err := m.commit(req, leaf, a, group, true); err != nil {
 		return nil, err
 	}
 	return over, nil
@@ -266,7 +271,7 @@ func (m *Manager) Decrease(req *Request) error {
 	}
 	if req.Trees != nil && len(req.Trees.Nodes) > 0 {
 		var c bool
-		req.Trees, c = m.forest.charge(req.Trees, req.Resources, -1)
+		req.Trees, c = m.forest.charge(req.Trees, req.Resources, req.NonPreemptible, -1)
 		clamped = c || clamped
 	}
 	a.allocations--
@@ -387,7 +392,7 @@ func (m *Manager) newLeaf(req *Request) *queue {
 
 // commit applies a checked request, creating its queue when it does not
 // exist (leaf nil). Callers hold m.mu for writing.
-func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error {
+func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced bool) error {
 	u := m.users[req.User]
 	var g *tracker
 	if a != nil {
@@ -433,7 +438,7 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string) error 
 	// Every tree the pod names, in force or not (forest.go); usage of the
 	// queue root bounds every tree node's, so none overflows.
 	if req.Trees != nil {
-		req.Trees, _ = m.forest.charge(m.forest.chargeRefs(req), req.Resources, 1)
+		req.Trees, _ = m.forest.charge(m.chargeRefs(req, forced), req.Resources, req.NonPreemptible, 1)
 	}
 	for _, t := range [2]*tracker{u, g} {
 		if t == nil {
@@ -485,7 +490,7 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 		}
 	}
 	apply(&a.usage)
-	m.forest.resize(req.Trees.nodes(), req.Resources, newResources)
+	m.forest.resize(req.Trees.nodes(), req.Resources, newResources, req.NonPreemptible)
 	for q := a.leaf; q != nil; q = q.parent {
 		apply(&q.usage)
 		if req.NonPreemptible {

@@ -43,6 +43,19 @@ type shareNeeds struct {
 	// own share stays a refusal.
 	leaf    *queue
 	blocked []string
+	// trees: a tree's node that borrowers could give room back at does
+	// not refuse either (Decide); treeNeeds records them.
+	trees     bool
+	treeNeeds []TreeNeed
+}
+
+// treeNeedsOf is where checkTrees records the tree needs of soft, nil
+// when it refuses instead.
+func treeNeedsOf(soft *shareNeeds) *[]TreeNeed {
+	if soft == nil || !soft.trees {
+		return nil
+	}
+	return &soft.treeNeeds
 }
 
 // CheckReclaim is Check for a pod that may preempt to take back lent
