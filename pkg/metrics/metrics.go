@@ -80,6 +80,10 @@ const (
 	// ReasonPriority: a pod of the victim's own queue with a higher
 	// priority needed the room.
 	ReasonPriority = "priority"
+	// ReasonTree: the victim was allocated at a quota tree node above its
+	// own (it borrowed through soft nodes) and a pod that fits below that
+	// node, or one of higher priority, needed the room (docs/forests.md).
+	ReasonTree = "tree"
 )
 
 var (
@@ -215,7 +219,7 @@ func RecordConfigReload(result string) { configReloads.WithLabelValues(result).I
 func RecordPreemption(queue string) { preemptions.WithLabelValues(queue).Inc() }
 
 // RecordPreempted counts a victim of queue, preempted for reason
-// (ReasonReclaim or ReasonPriority).
+// (ReasonReclaim, ReasonPriority or ReasonTree).
 func RecordPreempted(queue, reason string) { preempted.WithLabelValues(queue, reason).Inc() }
 
 // RecordHold counts a pod becoming held, or held by another limit, by kind.

@@ -30,6 +30,11 @@ type preFilterState struct {
 	// them use more than their share, and the PostFilter may take the room
 	// back (reclaim.go). Reserve never runs in such a cycle.
 	blocked []string
+	// treeNeeds is set when PreFilter refused the pod only because quota
+	// tree nodes are full with pods allocated there from below them
+	// (borrowers of soft nodes) that may give the room back
+	// (docs/forests.md, "Soft nodes"); likewise for the PostFilter.
+	treeNeeds []ugm.TreeNeed
 }
 
 // Clone returns the state itself: it is never modified.
@@ -74,10 +79,11 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	req, err := d.Request, d.Err
 	if err != nil {
 		logger.V(5).Info("Pod refused by quota", "pod", klog.KObj(pod), "reason", err.Error())
-		if len(d.Blocked) > 0 {
+		if len(d.Blocked) > 0 || len(d.TreeNeeds) > 0 {
 			// Unschedulable, not Unresolvable: the PostFilter may make room
-			// by taking back what other queues borrowed. Not held.
-			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked})
+			// by taking back what other queues, or borrowers at quota tree
+			// nodes, borrowed. Not held.
+			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked, treeNeeds: d.TreeNeeds})
 			metrics.RecordRefusal(err)
 			pl.elastic.decided(pod.UID, false)
 			pl.reclaim.addBlocked(pod, frees)

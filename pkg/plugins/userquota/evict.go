@@ -96,7 +96,7 @@ func victimWhy(run *preemptRun, victim *v1.Pod, charge ugm.Request) (why, queue,
 	if run == nil {
 		return "preempting to accommodate another pod", charge.Queue, metrics.ReasonPriority
 	}
-	why, reason = run.rs.Why(charge.Queue, corev1helpers.PodPriority(victim), charge.Resources)
+	why, reason = run.rs.WhyCharge(charge, corev1helpers.PodPriority(victim))
 	return why, charge.Queue, reason
 }
 
@@ -115,8 +115,11 @@ func (pl *Plugin) reportPreemption(logger klog.Logger, pod *v1.Pod, rs *reclaim.
 	parts := make([]string, len(victims))
 	for i, v := range victims {
 		what := "over its share"
-		if v.reason == metrics.ReasonPriority {
+		switch v.reason {
+		case metrics.ReasonPriority:
 			what = "lower priority"
+		case metrics.ReasonTree:
+			what = "borrowed at a quota tree node"
 		}
 		parts[i] = fmt.Sprintf("%s (queue %s, %s)", v.key, v.queue, what)
 	}

@@ -50,9 +50,10 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 		}
 	}
 	switch {
-	case d.Err != nil && len(d.Blocked) > 0:
+	case d.Err != nil && (len(d.Blocked) > 0 || len(d.TreeNeeds) > 0):
 		// Within its own queue's share; queues above it lent their room
-		// out: the PostFilter may take it back (docs/reclaim.md).
+		// out, or quota tree nodes lent theirs to borrowers below them:
+		// the PostFilter may take it back (docs/reclaim.md, forests.md).
 		return nil, nil
 	case d.Err != nil && d.Placed:
 		return &d.Request, d.Err

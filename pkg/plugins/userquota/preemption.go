@@ -69,6 +69,7 @@ func (pl *Plugin) victimOf(pi fwk.PodInfo) *reclaim.Victim {
 		return nil
 	}
 	v.Res = c.Request.Resources
+	v.Trees = c.Request.Trees
 	// As charged: the label is read once, at admission (a later change is
 	// refused by the webhook; without it, still not read here).
 	v.Preemptible = !c.Request.NonPreemptible

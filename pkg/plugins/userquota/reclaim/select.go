@@ -1,7 +1,6 @@
 package reclaim
 
 import (
-	"fmt"
 	"sort"
 
 	policy "k8s.io/api/policy/v1"
@@ -20,6 +19,7 @@ type Node interface {
 const (
 	NoneEligible = "no pod on the node may be preempted for this pod (only pods of queues over their share, or of lower priority in its own queue)"
 	needUnmetFmt = "queue %s is at its share and the pods on the node do not free enough of it"
+	treeUnmetFmt = "quota tree %s node %s is full and the pods on the node allocated there from below it do not free enough of it"
 )
 
 // NodeResult is what SelectOnNode found on one node.
@@ -54,8 +54,8 @@ func (s *State) SelectOnNode(pods []*Victim, pdbs []*policy.PodDisruptionBudget,
 			return NodeResult{}, err
 		}
 	}
-	if q := s.needUnmet(chosen, nil); q != "" {
-		return NodeResult{Unresolvable: fmt.Sprintf(needUnmetFmt, q)}, nil
+	if why := s.needUnmet(chosen, nil); why != "" {
+		return NodeResult{Unresolvable: why}, nil
 	}
 	if !node.Fits() {
 		return NodeResult{NotFit: true}, nil

@@ -63,6 +63,11 @@ type State struct {
 	// pod fits every share.
 	need   map[string]resources.Vector
 	within string
+	// treeNeeds are the quota tree nodes the pod needs room at that pods
+	// allocated there from below (borrowers of soft nodes) hold, less what
+	// pods already leaving give back there (docs/forests.md, "Soft
+	// nodes"): the victims must give back enough at each.
+	treeNeeds []ugm.TreeNeed
 }
 
 // Queue is the preemptor's leaf queue.
@@ -80,6 +85,9 @@ type Preemptor struct {
 	// Blocked are the queues above Queue whose runtime share the pod does
 	// not fit, deepest first (ugm.Decision.Blocked).
 	Blocked []string
+	// TreeNeeds are the quota tree nodes borrowers must give room back at
+	// (ugm.Decision.TreeNeeds).
+	TreeNeeds []ugm.TreeNeed
 }
 
 // Cluster is the state reclaim decides against.
@@ -106,6 +114,7 @@ func NewState(p Preemptor, c Cluster) (*State, string) {
 		fence:    FenceFor(c.Config, p.Queue),
 		fenceOf:  func(q string) string { return FenceFor(c.Config, q) },
 	}
+	s.treeNeeds = treeNeedsLeft(p.TreeNeeds, c.Leaving)
 	if c.Elastic == nil {
 		return s, ""
 	}
@@ -205,4 +214,42 @@ func CommonAncestor(a, b string) string {
 			return ""
 		}
 	}
+}
+
+// treeNeedsLeft is needs less what the leaving charges give back at each
+// node (they count there until released), without the needs met so.
+func treeNeedsLeft(needs []ugm.TreeNeed, leaving []ugm.Request) []ugm.TreeNeed {
+	var out []ugm.TreeNeed
+	for _, n := range needs {
+		left := n.Need.Clone()
+		for _, l := range leaving {
+			if countsAt(l.Trees, n.Tree, n.Node) {
+				left.SubClamped(l.Resources)
+			}
+		}
+		if !left.IsZero() {
+			n.Need = left
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// countsAt reports whether a charge with tree part p counts at node of
+// tree: its aNode is node or below it.
+func countsAt(p *ugm.TreePart, tree, node string) bool {
+	if p == nil {
+		return false
+	}
+	for _, n := range p.Nodes {
+		if n.Tree != tree {
+			continue
+		}
+		for _, x := range n.Counted() {
+			if x == node {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
+	"github.com/userquota/userquota/pkg/ugm"
 )
 
 // Victim is a pod on a node that reclaim may evict.
@@ -38,6 +39,9 @@ type Victim struct {
 	// (first), costs no queue anything (its usage is counted out already)
 	// and is not evicted again; the preemptor may wait for its room.
 	Leaving bool
+	// Trees are the quota tree nodes it is charged on, each with the node
+	// it is allocated at (ugm.TreeNode.ANode).
+	Trees *ugm.TreePart
 
 	// reason is set by eligible: metrics.ReasonPriority or ReasonReclaim.
 	reason string
@@ -82,6 +86,10 @@ func (s *State) eligible(v *Victim) bool {
 	if !v.Preemptible || s.fenceOf(v.Queue) != s.fence {
 		return false
 	}
+	if s.borrowerFor(v) {
+		v.reason = metrics.ReasonTree
+		return true
+	}
 	if v.Queue == s.queue {
 		if v.Priority >= s.priority {
 			return false
@@ -110,10 +118,53 @@ func (s *State) eligible(v *Victim) bool {
 	return elastic
 }
 
-// needUnmet returns a queue of need whose room the victims among vs (all
-// of them when keep is nil, else those keep selects) do not give back, or
-// "" when they give back enough everywhere.
+// borrowerFor reports whether v is allocated at a quota tree node the
+// preemptor needs room at, from a node below it (a borrower of soft
+// nodes), and gives way to it: always when the preemptor fits below that
+// node (the seed's consumer claiming room at a lower level), else only to
+// a higher priority.
+func (s *State) borrowerFor(v *Victim) bool {
+	return s.borrowedAt(v) != nil
+}
+
+// borrowedAt is the tree need v, a borrower that gives way to the
+// preemptor, gives room back at, and its node; nil when none.
+func (s *State) borrowedAt(v *Victim) *ugm.TreeNode {
+	if v.Trees == nil {
+		return nil
+	}
+	for _, need := range s.treeNeeds {
+		if !need.Lower && v.Priority >= s.priority {
+			continue
+		}
+		for i := range v.Trees.Nodes {
+			n := &v.Trees.Nodes[i]
+			if n.Tree == need.Tree && n.Borrowed() && n.ANode == need.Node {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+// needUnmet says which queue of need, or quota tree node of treeNeeds,
+// the victims among vs (all of them when keep is nil, else those keep
+// selects) do not give back enough room in, or "" when they give back
+// enough everywhere.
 func (s *State) needUnmet(vs []*Victim, keep func(*Victim) bool) string {
+	for _, need := range s.treeNeeds {
+		var freed resources.Vector
+		for _, v := range vs {
+			if !v.Leaving && (keep == nil || keep(v)) && countsAt(v.Trees, need.Tree, need.Node) && freed.CanAdd(v.Res) {
+				freed.AddUnchecked(v.Res)
+			}
+		}
+		for i, n := range need.Need {
+			if n > 0 && freed.Get(resources.ID(i)) < n {
+				return fmt.Sprintf(treeUnmetFmt, need.Tree, need.Node)
+			}
+		}
+	}
 	for q, need := range s.need {
 		var freed resources.Vector
 		for _, v := range vs {
@@ -123,7 +174,7 @@ func (s *State) needUnmet(vs []*Victim, keep func(*Victim) bool) string {
 		}
 		for i, n := range need {
 			if n > 0 && freed.Get(resources.ID(i)) < n {
-				return q
+				return fmt.Sprintf(needUnmetFmt, q)
 			}
 		}
 	}
@@ -285,4 +336,30 @@ func (s *State) Why(queue string, priority int32, res resources.Vector) (why, re
 		}
 	}
 	return fmt.Sprintf("queue %s uses more than its share: queue %s takes back capacity it lent", queue, s.queue), metrics.ReasonReclaim
+}
+
+// WhyCharge is Why for a victim with its charge: a borrower of a quota
+// tree node the preemptor needs room at says so (metrics.ReasonTree).
+func (s *State) WhyCharge(charge ugm.Request, priority int32) (why, reason string) {
+	v := &Victim{Trees: charge.Trees, Priority: priority}
+	if n := s.borrowedAt(v); n != nil {
+		who := fmt.Sprintf("a pod of queue %s that fits below node %s", s.queue, n.ANode)
+		if !s.lowerAt(n.Tree, n.ANode) {
+			who = fmt.Sprintf("a pod of queue %s with a higher priority (%d > %d)", s.queue, s.priority, priority)
+		}
+		return fmt.Sprintf("quota tree %s: allocated at node %s above its node %s (room borrowed through soft nodes), which %s takes back",
+			n.Tree, n.ANode, n.Node, who), metrics.ReasonTree
+	}
+	return s.Why(charge.Queue, priority, charge.Resources)
+}
+
+// lowerAt reports whether the preemptor fits below node of tree (a need
+// there with Lower).
+func (s *State) lowerAt(tree, node string) bool {
+	for _, n := range s.treeNeeds {
+		if n.Tree == tree && n.Node == node {
+			return n.Lower
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package reclaim
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -275,7 +276,7 @@ func TestReclaimWithinParent(t *testing.T) {
 	if q := rs.needUnmet(got, nil); q != "" {
 		t.Errorf("needUnmet(both) = %q, want none", q)
 	}
-	if q := rs.needUnmet(got, func(v *Victim) bool { return v.Key == "ns/y-1" }); q != "root.p" {
+	if q := rs.needUnmet(got, func(v *Victim) bool { return v.Key == "ns/y-1" }); q != fmt.Sprintf(needUnmetFmt, "root.p") {
 		t.Errorf("needUnmet(y-1 alone) = %q, want root.p (2 of the 4 needed)", q)
 	}
 }
