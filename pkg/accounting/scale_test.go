@@ -21,10 +21,10 @@ const scaleMaxShards = 64
 // account keeps a point at every snapshot: the worst case of retention
 // (49 hourly and 35 daily points each). It reports the heap the books
 // hold, the points, what the records take in ConfigMaps and how many
-// daily snapshots fit in the 64 the plugin writes. A few minutes of CPU;
-// run it by hand:
+// daily snapshots fit in the 64 the plugin writes. It can take longer
+// than go test's default 10-minute timeout; run it by hand:
 //
-//	ACCOUNTING_SCALE=1 go test -run '^TestScale$' -v ./pkg/accounting
+//	ACCOUNTING_SCALE=1 go test -timeout 60m -run '^TestScale$' -v ./pkg/accounting
 func TestScale(t *testing.T) {
 	if os.Getenv("ACCOUNTING_SCALE") == "" {
 		t.Skip("set ACCOUNTING_SCALE=1 to measure (about a minute)")
