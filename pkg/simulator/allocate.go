@@ -8,6 +8,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -50,6 +51,9 @@ func (s *sim) allocate(n int, l *traceLine) any {
 	}
 	p := &pendingPod{name: l.Pod, line: l, req: req, demand: true, priority: l.Priority, created: createdAt(n), gang: g, runtime: runtime}
 	d := s.try(p)
+	if d.result == refusedPod && d.placed != nil && s.preemptForTrees(p, d) {
+		d = s.try(p)
+	}
 	if d.result == refusedPod && s.opts.Requeue {
 		s.hold(p, d)
 	}
@@ -98,6 +102,7 @@ func (s *sim) try(p *pendingPod) decision {
 	if err == nil {
 		s.join(p)
 		s.started(p)
+		s.live[p.name] = liveInfo{priority: p.priority, created: p.created}
 		out := allowed{Pod: p.name, Allowed: true}
 		// The contract names the queue only when placement chose it: the
 		// line names none, or rules decided (they may override the name).
@@ -184,6 +189,8 @@ func allocateRequest(l *traceLine) (ugm.Request, error) {
 		App:       ugm.AppKey{Namespace: l.Namespace, ID: l.App},
 		Resources: vec,
 		Trees:     trees,
+		// As the plugin reads the label (podPreemptible).
+		NonPreemptible: strings.EqualFold(strings.TrimSpace(l.Labels[podmeta.LabelPreemptible]), "false"),
 	}
 	if req.App.Namespace == "" {
 		req.App.Namespace = defaultNamespace

@@ -7,7 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/userquota/userquota/pkg/plugins/userquota/reclaim"
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -114,3 +119,79 @@ func (s *sim) borrowed(pod string) map[string]string {
 	}
 	return out
 }
+
+// liveInfo is what the simulator keeps of an allowed pod for a tree
+// preemption: its priority and its line's position.
+type liveInfo struct {
+	priority int32
+	created  time.Time
+}
+
+// preemptedLine is {"pod":"c2","preempted":true,"by":"b2","reason":"..."}:
+// a live pod preempted to make room for the pod of an allocate line.
+type preemptedLine struct {
+	Pod       string `json:"pod"`
+	Preempted bool   `json:"preempted"`
+	By        string `json:"by"`
+	Reason    string `json:"reason"`
+}
+
+// preemptForTrees preempts for p, refused as d says, when quota tree
+// nodes refused it that pods allocated there from below (borrowers of
+// soft nodes) hold (ugm.Decision.TreeNeeds), as the plugin's PostFilter
+// does: reclaim.State chooses the victims (who gives way, least
+// important first, no more than the need), the cluster standing as one
+// node without capacity (the simulator has none). Each victim is released
+// and printed; it reports whether any was. Only an allocate line's first
+// decision preempts (a held pod let in later does not), and a victim's
+// release lets no held pod in: the room goes to p.
+func (s *sim) preemptForTrees(p *pendingPod, d decision) bool {
+	var r *ugm.Refusal
+	if !errors.As(d.reason, &r) || r.Who != ugm.WhoTree {
+		return false
+	}
+	req := *d.placed
+	dec := s.ledger.Manager().Decide(p.name, func(*ugm.InForce, ugm.Queues) (ugm.Request, error) { return req, nil }, true)
+	if len(dec.TreeNeeds) == 0 || len(dec.Blocked) > 0 {
+		return false
+	}
+	rs, why := reclaim.NewState(reclaim.Preemptor{Queue: req.Queue, Priority: p.priority, Resources: req.Resources, TreeNeeds: dec.TreeNeeds},
+		reclaim.Cluster{Config: s.partition})
+	if why != "" {
+		return false
+	}
+	var pods []*reclaim.Victim
+	for _, name := range s.ledger.Pods() {
+		c, _ := s.ledger.Get(name)
+		info := s.live[name]
+		pods = append(pods, &reclaim.Victim{Pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, Key: name,
+			Queue: c.Request.Queue, Res: c.Request.Resources, Priority: info.priority, Start: info.created,
+			Preemptible: !c.Request.NonPreemptible, Trees: c.Request.Trees})
+	}
+	res, err := rs.SelectOnNode(pods, nil, unbounded{})
+	if err != nil || len(res.Victims) == 0 {
+		return false
+	}
+	for _, v := range res.Victims {
+		c, _ := s.ledger.Get(v.Key)
+		why, _ := rs.WhyCharge(c.Request, v.Priority)
+		delete(s.running, v.Key)
+		delete(s.live, v.Key)
+		if c, ok, err := s.ledger.Release(v.Key); ok {
+			s.completed(&c.Request)
+		} else if err != nil {
+			s.logf("preempt %s: %v\n", v.Key, err)
+		}
+		s.leave(v.Key)
+		s.emit(preemptedLine{Pod: v.Key, Preempted: true, By: p.name, Reason: why})
+	}
+	return true
+}
+
+// unbounded is the cluster as reclaim.Node: no capacity, so the
+// preemptor always fits it; only the quota chooses.
+type unbounded struct{}
+
+func (unbounded) Remove(*reclaim.Victim) error { return nil }
+func (unbounded) Add(*reclaim.Victim) error    { return nil }
+func (unbounded) Fits() bool                   { return true }

@@ -112,7 +112,7 @@ func newSim(cfgText []byte, opts Options, out io.Writer) (*sim, error) {
 		opts.Partition = DefaultPartition
 	}
 	s := &sim{opts: opts, ledger: ledger.New(ugm.New()), book: hold.NewBook(opts.Starvation), now: simStart,
-		pendingByName: map[string]*pendingPod{}, gangs: newGangs(), running: map[string]uint64{}}
+		pendingByName: map[string]*pendingPod{}, gangs: newGangs(), running: map[string]uint64{}, live: map[string]liveInfo{}}
 	// The usage history of fair order, on the simulated clock, told every
 	// charge and release as the plugin's.
 	s.fair = fairshare.New(simClock{s}, func() *queueconfig.Partition { return s.partition })
@@ -169,7 +169,10 @@ type sim struct {
 	// each completion belongs to (by pod name), seq the last one.
 	ends    completions
 	running map[string]uint64
-	seq     uint64
+	// live is what a tree preemption orders victims by, per pod allowed
+	// (forest.go).
+	live map[string]liveInfo
+	seq  uint64
 }
 
 // emit writes one output line. Lines come from deep in a decision (a
