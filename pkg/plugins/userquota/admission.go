@@ -25,16 +25,38 @@ const reservedKey fwk.StateKey = "Reserve" + Name
 // preFilterState is the pod's request as PreFilter computed it. Immutable.
 type preFilterState struct {
 	req ugm.Request
-	// blocked is set when PreFilter refused the pod only because queues
-	// above its own are at their runtime share (deepest first): queues in
-	// them use more than their share, and the PostFilter may take the room
-	// back (reclaim.go). Reserve never runs in such a cycle.
+	// needs is set when PreFilter refused the pod only for room others
+	// borrowed, which the PostFilter may take back (nil otherwise: one
+	// pointer, so that a pod that fits pays for nothing more). Reserve
+	// never runs in such a cycle.
+	*needs
+}
+
+// needs is what a pod refused for room lent out needs given back.
+type needs struct {
+	// blocked: queues above its own are at their runtime share (deepest
+	// first): queues in them use more than their share (reclaim.go).
 	blocked []string
-	// treeNeeds is set when PreFilter refused the pod only because quota
-	// tree nodes are full with pods allocated there from below them
-	// (borrowers of soft nodes) that may give the room back
-	// (docs/forests.md, "Soft nodes"); likewise for the PostFilter.
+	// treeNeeds: quota tree nodes are full with pods allocated there from
+	// below them (borrowers of soft nodes) that may give the room back
+	// (docs/forests.md, "Soft nodes").
 	treeNeeds []ugm.TreeNeed
+}
+
+// blockedQueues is needs' blocked (none without needs).
+func (s *preFilterState) blockedQueues() []string {
+	if s.needs == nil {
+		return nil
+	}
+	return s.blocked
+}
+
+// treeNeedsOf is needs' treeNeeds (none without needs).
+func (s *preFilterState) treeNeedsOf() []ugm.TreeNeed {
+	if s.needs == nil {
+		return nil
+	}
+	return s.treeNeeds
 }
 
 // Clone returns the state itself: it is never modified.
@@ -83,7 +105,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			// Unschedulable, not Unresolvable: the PostFilter may make room
 			// by taking back what other queues, or borrowers at quota tree
 			// nodes, borrowed. Not held.
-			state.Write(stateKey, &preFilterState{req: req, blocked: d.Blocked, treeNeeds: d.TreeNeeds})
+			state.Write(stateKey, &preFilterState{req: req, needs: &needs{blocked: d.Blocked, treeNeeds: d.TreeNeeds}})
 			metrics.RecordRefusal(err)
 			pl.elastic.decided(pod.UID, false)
 			pl.reclaim.addBlocked(pod, frees)

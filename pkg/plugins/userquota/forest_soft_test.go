@@ -88,7 +88,7 @@ func TestTreeBorrowerPreempted(t *testing.T) {
 				return
 			}
 			pfs, err := getPreFilterState(state)
-			if err != nil || len(pfs.treeNeeds) != 1 || pfs.treeNeeds[0].Node != "org" {
+			if err != nil || len(pfs.treeNeedsOf()) != 1 || pfs.treeNeedsOf()[0].Node != "org" {
 				t.Fatalf("cycle state %+v, %v: want org's need", pfs, err)
 			}
 			rs, why := e.pl.newReclaimState(tc.preemptor, pfs, e.pl.ugm.InForce())

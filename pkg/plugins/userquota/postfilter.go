@@ -93,7 +93,7 @@ func (pl *Plugin) newReclaimState(pod *v1.Pod, s *preFilterState, in *ugm.InForc
 	if in.Elastic {
 		cluster.Elastic = pl.ugm.ElasticQueues()
 	}
-	return reclaim.NewState(reclaim.Preemptor{Queue: s.req.Queue, Priority: corev1helpers.PodPriority(pod), Resources: s.req.Resources, Blocked: s.blocked, TreeNeeds: s.treeNeeds}, cluster)
+	return reclaim.NewState(reclaim.Preemptor{Queue: s.req.Queue, Priority: corev1helpers.PodPriority(pod), Resources: s.req.Resources, Blocked: s.blockedQueues(), TreeNeeds: s.treeNeedsOf()}, cluster)
 }
 
 // nominatedInQueue sums the requests of the pods of queue (other than pod)

@@ -144,7 +144,7 @@ func TestPreFilterReclaimable(t *testing.T) {
 		t.Fatalf("PreFilter = %+v, want %+v", got, want)
 	}
 	ps, err := getPreFilterState(state)
-	if err != nil || !reflect.DeepEqual(ps.blocked, []string{"root"}) {
+	if err != nil || !reflect.DeepEqual(ps.blockedQueues(), []string{"root"}) {
 		t.Fatalf("cycle state = %+v, %v; want the pod's request with root blocked", ps, err)
 	}
 
