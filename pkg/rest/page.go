@@ -147,6 +147,11 @@ type cellView struct {
 	ReservedRaw int64
 	Gangs       string
 	HeldWidth   int
+	// Lent (quota trees only) is the part of the usage held by pods
+	// allocated at this node whose own node is below it: room lent to
+	// soft nodes under it (formatted; LentRaw 0: none).
+	Lent    string
+	LentRaw int64
 }
 
 // quotaView is one resource of one queue's elastic quota: guaranteed,
@@ -335,6 +340,9 @@ func newForestView(t ugm.ForestTree) forestView {
 			id := resources.Intern(rn)
 			quota, limited := n.Quota.Get(id)
 			c := newCell("tree", t.Name, n.Node, rn, n.Usage.Get(id), quota, limited, func(x int64) string { return resources.FormatValue(id, x) })
+			if l := n.Lent.Get(id); l > 0 {
+				c.Lent, c.LentRaw = resources.FormatValue(id, l), l
+			}
 			row.Hot = row.Hot || c.Level == "hot"
 			row.Cells = append(row.Cells, c)
 		}

@@ -544,3 +544,23 @@ func TestPageTrees(t *testing.T) {
 		}
 	}
 }
+
+// What a node lends to soft nodes below it (TreeUsage.Lent) is shown
+// under its meter.
+func TestPageTreesLent(t *testing.T) {
+	gpu := resources.Intern("nvidia.com/gpu")
+	v := func(x int64) resources.Vector { var r resources.Vector; r.Set(gpu, x); return r }
+	forest := []ugm.ForestTree{{Name: "gpu", Label: "tree.userquota.io/gpu", ResourceNames: []string{"nvidia.com/gpu"},
+		Root: &ugm.TreeUsage{Node: "org1", Quota: resources.NewLimit(map[string]int64{"nvidia.com/gpu": 4}), Usage: v(3), Lent: v(1),
+			Children: []*ugm.TreeUsage{{Node: "h100-org1", Soft: true, Quota: resources.NewLimit(map[string]int64{"nvidia.com/gpu": 2}), Usage: v(2)}}}}}
+	m, _ := newManager(t, "", nil)
+	_, body, _ := get(t, NewHandler(Options{Partition: "default", Usage: m, Forest: func() []ugm.ForestTree { return forest }}), "GET", "/", nil)
+	doc := parseHTML(t, body)
+	var lent []string
+	for _, n := range findAll(doc, func(n *html.Node) bool { return hasClass(n, "lent") }) {
+		lent = append(lent, attr(n, "data-name")+" "+attr(n, "data-queue")+" "+attr(n, "data-resource")+" "+attr(n, "data-lent")+": "+text(n))
+	}
+	if diff := cmp.Diff([]string{"gpu org1 nvidia.com/gpu 1: 1 lent below"}, lent); diff != "" {
+		t.Errorf("lent (-want,+got):\n%s", diff)
+	}
+}
