@@ -90,6 +90,17 @@ func (pl *Plugin) gone(pod *v1.Pod) bool {
 	return err != nil || p.UID != pod.UID
 }
 
+// goneOrBound reports whether the informer's store has pod no more, or
+// has it bound: a hold booked from an older copy of it (the scheduling
+// queue's handler runs behind ours, by seconds after a freeze) would stay
+// in the book, a starvation barrier to other pods, until its next event.
+// The store is updated before any handler is told, so a pod found
+// pending here has its bind or delete handled after it was booked.
+func (pl *Plugin) goneOrBound(pod *v1.Pod) bool {
+	p, err := pl.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err != nil || p.UID != pod.UID || p.Spec.NodeName != ""
+}
+
 // holdPod records pod as held for reason (req: its request, nil when it
 // could not be placed), and asks for its status to say so when what holds
 // it changed. inCycle: refused in a scheduling cycle (PreFilter).
@@ -251,13 +262,12 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
 	pl.letIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
 }
 
-// dropGone forgets the pods among pods that went away: booked after their
-// delete was handled, they would stay held forever. The informer's store
-// is updated before any handler is told, so a pod found here is either
-// gone already or its delete comes after it was booked.
+// dropGone forgets the pods among pods that went away or were bound:
+// booked after their delete or bind was handled, they would stay held
+// until their next event (goneOrBound).
 func (pl *Plugin) dropGone(pods map[string]*v1.Pod) {
 	for _, pod := range pods {
-		if pl.gone(pod) {
+		if pl.goneOrBound(pod) {
 			pl.held.forget(pod.UID)
 			pl.status.forget(pod.UID)
 		}

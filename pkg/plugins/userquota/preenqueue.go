@@ -58,6 +58,12 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	pl.holdPod(pod, req, reason, false)
+	if pl.goneOrBound(pod) {
+		// A stale copy: the pod was bound or deleted meanwhile, and its
+		// handler may have forgotten it before this hold.
+		pl.held.forget(pod.UID)
+		pl.status.forget(pod.UID)
+	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Error())
 }
 
@@ -76,6 +82,11 @@ func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	pl.holdPod(pod, nil, reason, false)
+	if pl.goneOrBound(pod) {
+		pl.held.forget(pod.UID)
+		pl.status.forget(pod.UID)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason.Error())
+	}
 	if pl.held.freed() != frees && pl.held.configError() == nil {
 		if p := pl.held.get(pod.UID); p != nil {
 			go pl.letIn(klog.FromContext(ctx), []*hold.Pod{p}, true)

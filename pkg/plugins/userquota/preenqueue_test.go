@@ -369,3 +369,38 @@ func TestAuditDropsLeakedRoom(t *testing.T) {
 		t.Error("room of a pod the informer no longer has kept after two audits")
 	}
 }
+
+// TestPreEnqueueStaleCopy: the scheduling queue's handler may run seconds
+// behind ours (a follower resumed after a freeze) and put a pod through
+// PreEnqueue from a copy older than what our handler saw: a pod bound
+// (charged, so its own charge takes it over the limit) or deleted
+// meanwhile. It is refused, but not booked: a hold kept for it would stay
+// until its next event, a starvation barrier to the pods behind it.
+func TestPreEnqueueStaleCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		otherCPU string                    // sue's other running pod
+		after    func(e *env, pod *v1.Pod) // what the cluster did before the stale PreEnqueue
+	}{
+		{"bound meanwhile", "1", func(e *env, pod *v1.Pod) { e.mustSchedule(pod); e.bind(pod) }},
+		{"deleted meanwhile", "2", func(e *env, pod *v1.Pod) { e.delete(pod) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{config: sandboxConfig})
+			other := userPod("other", "sue", "", "sandbox", tc.otherCPU)
+			e.mustSchedule(other)
+			e.bind(other)
+			pod := userPod("stale", "sue", "", "sandbox", "1")
+			e.pending(pod)
+			stale := pod.DeepCopy()
+			tc.after(e, pod)
+			e.barrier()
+			if s := e.pl.PreEnqueue(e.ctx, stale); s.IsSuccess() {
+				t.Fatalf("PreEnqueue of the stale copy = %v, want refused (sue is at her limit)", s)
+			}
+			if p := e.pl.held.get(pod.UID); p != nil {
+				t.Errorf("the stale copy is booked as held (%v): it would bar the pods behind it", p.Reason)
+			}
+		})
+	}
+}
