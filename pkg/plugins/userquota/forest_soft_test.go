@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 
@@ -91,26 +90,11 @@ func TestTreeBorrowerPreempted(t *testing.T) {
 			if err != nil || len(pfs.treeNeedsOf()) != 1 || pfs.treeNeedsOf()[0].Node != "org" {
 				t.Fatalf("cycle state %+v, %v: want org's need", pfs, err)
 			}
-			rs, why := e.pl.newReclaimState(tc.preemptor, pfs, e.pl.ugm.InForce())
-			if why != "" {
-				t.Fatalf("not eligible: %s", why)
-			}
-			state.Write(reclaimKey, reclaimState{rs})
-			ni := framework.NewNodeInfo(onNode...)
-			ni.SetNode(node)
-			victims, _, status := (&reclaimer{pl: e.pl}).SelectVictimsOnNode(e.ctx, state, tc.preemptor, ni, nil)
-			got := ""
-			if !status.IsSuccess() {
-				got = status.Code().String() + ": " + strings.Join(status.Reasons(), "; ")
-			}
+			rs, victims, _, got := e.selectVictims(state, pfs, tc.preemptor, node, onNode, nil)
 			if diff := cmp.Diff(tc.status, got); diff != "" {
 				t.Fatalf("status (-want,+got):\n%s", diff)
 			}
-			var names []string
-			for _, v := range victims {
-				names = append(names, v.Name)
-			}
-			if diff := cmp.Diff(tc.victims, strings.Join(names, " ")); diff != "" {
+			if diff := cmp.Diff(tc.victims, podNames(victims)); diff != "" {
 				t.Errorf("victims (-want,+got):\n%s", diff)
 			}
 			if len(victims) > 0 {

@@ -1,6 +1,7 @@
 package userquota
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
@@ -157,12 +159,12 @@ userquota_queue_borrowed{queue="root.b",resource="pods",unit="integer"} 2
 func waitGathered(t *testing.T, want string, names ...string) {
 	t.Helper()
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err = testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), names...); err == nil {
-			return
-		}
+	if wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		err = testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), names...)
+		return err == nil, nil
+	}) != nil {
+		t.Error(err)
 	}
-	t.Error(err)
 }
 
 // heldWaits returns the count and sum of userquota_held_wait_seconds of

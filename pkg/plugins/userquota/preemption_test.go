@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
@@ -97,27 +98,11 @@ func TestSelectVictimsOnNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, why := e.pl.newReclaimState(preemptor, pfs, e.pl.ugm.InForce())
-			if why != "" {
-				t.Fatalf("not eligible: %s", why)
-			}
-			state.Write(reclaimKey, reclaimState{rs})
-			ni := framework.NewNodeInfo(onNode...)
-			ni.SetNode(node)
-
-			victims, numPDB, status := (&reclaimer{pl: e.pl}).SelectVictimsOnNode(e.ctx, state, preemptor, ni, tc.pdbs)
-			got := ""
-			if !status.IsSuccess() {
-				got = status.Code().String() + ": " + strings.Join(status.Reasons(), "; ")
-			}
+			_, victims, numPDB, got := e.selectVictims(state, pfs, preemptor, node, onNode, tc.pdbs)
 			if diff := cmp.Diff(tc.status, got); diff != "" {
 				t.Fatalf("status (-want,+got):\n%s", diff)
 			}
-			var names []string
-			for _, v := range victims {
-				names = append(names, v.Name)
-			}
-			if diff := cmp.Diff(tc.want, strings.Join(names, " ")); diff != "" {
+			if diff := cmp.Diff(tc.want, podNames(victims)); diff != "" {
 				t.Errorf("victims (-want,+got):\n%s", diff)
 			}
 			if numPDB != tc.wantPDB {
@@ -167,4 +152,34 @@ func TestVictimPreemptibleAsCharged(t *testing.T) {
 	if v := e.pl.victimOf(pi); v == nil || !v.Preemptible {
 		t.Fatalf("victimOf(a charged preemptible pod relabelled preemptible=false) = %v: want a preemptible victim, as charged", v != nil && v.Preemptible)
 	}
+}
+
+// selectVictims runs the reclaim PostFilter's victim choice for preemptor
+// on node, whose pods are onNode, from the cycle state PreFilter left
+// (pfs in state): the reclaim state it made, the victims, how many of
+// them a budget protects, and the status ("" when successful).
+func (e *env) selectVictims(state fwk.CycleState, pfs *preFilterState, preemptor *v1.Pod, node *v1.Node, onNode []*v1.Pod, pdbs []*policy.PodDisruptionBudget) (*reclaim.State, []*v1.Pod, int, string) {
+	e.t.Helper()
+	rs, why := e.pl.newReclaimState(preemptor, pfs, e.pl.ugm.InForce())
+	if why != "" {
+		e.t.Fatalf("not eligible: %s", why)
+	}
+	state.Write(reclaimKey, reclaimState{rs})
+	ni := framework.NewNodeInfo(onNode...)
+	ni.SetNode(node)
+	victims, numPDB, status := (&reclaimer{pl: e.pl}).SelectVictimsOnNode(e.ctx, state, preemptor, ni, pdbs)
+	got := ""
+	if !status.IsSuccess() {
+		got = status.Code().String() + ": " + strings.Join(status.Reasons(), "; ")
+	}
+	return rs, victims, numPDB, got
+}
+
+// podNames is the pods' names, space separated.
+func podNames(pods []*v1.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	return strings.Join(names, " ")
 }
