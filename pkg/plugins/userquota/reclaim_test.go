@@ -1,6 +1,7 @@
 package userquota
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -165,12 +167,29 @@ func TestPreFilterReclaimable(t *testing.T) {
 func TestBlockedActivatedOnRelease(t *testing.T) {
 	e := newEnv(t, envOptions{config: policyConfig, objects: []runtime.Object{readyNode(testNode, "8")}})
 	pending := borrowed(e)
-	if _, s := e.preFilter(pending); s.Code() != fwk.Unschedulable {
-		t.Fatalf("PreFilter = %v, want Unschedulable (root at its share)", s)
-	}
-	e.activator.reset()
-	e.delete(userPod("run-0", "u", "", "root.b", "2"))
 	want := pending.Namespace + "/" + pending.Name
+	// A share recompute still on its way (the setup's pods; debounced by
+	// sharesDebounce) counts as a free too and activates the pod once: decide it
+	// again until a decision stays unactivated for twice that, so that only
+	// the release can activate it.
+	decide := func() {
+		e.activator.reset()
+		if _, s := e.preFilter(pending); s.Code() != fwk.Unschedulable {
+			t.Fatalf("PreFilter = %v, want Unschedulable (root at its share)", s)
+		}
+	}
+	decide()
+	err := wait.PollUntilContextTimeout(e.ctx, 2*sharesDebounce, 10*time.Second, false, func(context.Context) (bool, error) {
+		if slices.Contains(e.activator.activated(), want) {
+			decide()
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("every decision was activated before the release: %v", err)
+	}
+	e.delete(userPod("run-0", "u", "", "root.b", "2"))
 	e.waitFor("the blocked pod activated by the release", func() bool {
 		return slices.Contains(e.activator.activated(), want)
 	})
