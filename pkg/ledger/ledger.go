@@ -24,6 +24,9 @@ type Charge struct {
 	Pod     string
 	Request ugm.Request
 	Forced  bool
+	// handle is the charge's place in ugm, resolved when it was made, so
+	// its release needs no lookup.
+	handle ugm.Handle
 }
 
 // Ledger maps live pods (by UID) to their charges. The zero value is not
@@ -106,6 +109,7 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	req.Resources = req.Resources.Clone()
 	var over *ugm.Refusal
 	var err error
+	c := &Charge{Pod: pod, Forced: force}
 	if force {
 		over, err = l.ugm.ForceCommit(pod, &req)
 		var conflict *ugm.AppConflict
@@ -114,12 +118,12 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 			over, err = l.ugm.ForceCommit(pod, &req)
 		}
 	} else {
-		err = l.ugm.Commit(pod, &req)
+		err = l.ugm.CommitWith(pod, &req, &c.handle)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c := &Charge{Pod: pod, Request: req, Forced: force}
+	c.Request = req
 	l.pods[pod] = c
 	l.charged(&c.Request)
 	return over, nil
@@ -137,7 +141,7 @@ func (l *Ledger) Release(pod string) (Charge, bool, error) {
 		return Charge{}, false, nil
 	}
 	delete(l.pods, pod)
-	err := l.ugm.Decrease(&c.Request)
+	err := l.ugm.DecreaseWith(&c.Request, &c.handle)
 	l.released(&c.Request)
 	return *c, true, err
 }

@@ -44,6 +44,9 @@ type admission struct {
 	// drawers, on a gang's reservation: its pods that drew on it and do
 	// not run yet.
 	drawers int
+	// h is the pod's handle (handle.go), resolved when it was admitted
+	// if its application ran then; its Decide and Commit use it.
+	h Handle
 }
 
 // admittedApp is an application with admissions.
@@ -175,13 +178,20 @@ func (m *Manager) Admit(key string, req *Request) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, _, _, err := m.checkFor(req, m.adm.byKey[key], nil); err != nil {
+	own := m.adm.byKey[key]
+	var h Handle
+	if own != nil {
+		h = own.h
+	}
+	if _, _, _, err := m.checkFor(req, own, nil, &h); err != nil {
 		return err
 	}
 	// Re-admitted, a pod keeps what it drew from a gang as its own: given
 	// back as well, it would be held twice beyond what was checked.
 	m.unadmit(key, false)
-	m.adm.byKey[key] = m.hold(key, req)
+	ad := m.hold(key, req)
+	ad.h = h
+	m.adm.byKey[key] = ad
 	return nil
 }
 

@@ -62,13 +62,24 @@ func benchConfig(depth, nres int) string {
 	return b.String()
 }
 
+// benchLeaf returns the path of leaf i%10, one string per leaf: queue
+// paths come from the config and placement, few and shared, not a copy
+// per pod.
 func benchLeaf(depth, i int) string {
+	k := [2]int{depth, i % 10}
+	if p, ok := benchLeaves[k]; ok {
+		return p
+	}
 	p := "root"
 	for d := 1; d < depth-1; d++ {
 		p += fmt.Sprintf(".l%d", d)
 	}
-	return fmt.Sprintf("%s.leaf%d", p, i%10)
+	p = fmt.Sprintf("%s.leaf%d", p, i%10)
+	benchLeaves[k] = p
+	return p
 }
+
+var benchLeaves = map[[2]int]string{}
 
 type benchSetup struct {
 	m    *Manager
@@ -154,6 +165,53 @@ func benchCheck(b *testing.B, s *benchSetup, o []int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCheckHandle is BenchmarkCheck through each request's handle,
+// resolved before the timer starts (a pod's handle is resolved at its
+// admission and reused by its later checks and its commit).
+func BenchmarkCheckHandle(b *testing.B) {
+	benchMatrix(b, func(b *testing.B, s *benchSetup, o []int) {
+		hs := s.handles(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			j := o[i&(len(o)-1)]
+			if err := s.m.CheckWith(&s.reqs[j], &hs[j]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// handles resolves one handle per request.
+func (s *benchSetup) handles(b *testing.B) []Handle {
+	hs := make([]Handle, len(s.reqs))
+	for i := range s.reqs {
+		if err := s.m.CheckWith(&s.reqs[i], &hs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return hs
+}
+
+// BenchmarkIncreaseDecreaseHandle is BenchmarkIncreaseDecrease through
+// each request's handle, as the ledger charges and releases a pod.
+func BenchmarkIncreaseDecreaseHandle(b *testing.B) {
+	benchMatrix(b, func(b *testing.B, s *benchSetup, o []int) {
+		hs := s.handles(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			j := o[i&(len(o)-1)]
+			if err := s.m.IncreaseWith(&s.reqs[j], &hs[j]); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.m.DecreaseWith(&s.reqs[j], &hs[j]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkIncreaseDecrease(b *testing.B) {

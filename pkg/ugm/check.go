@@ -13,21 +13,23 @@ import (
 // be tracked against. With soft (only CheckReclaim), a share refusal above
 // the pod's own queue is recorded there instead of returned.
 func (m *Manager) check(req *Request, soft *shareNeeds) (*queue, *app, string, error) {
-	return m.checkFor(req, nil, soft)
+	return m.checkFor(req, nil, soft, nil)
 }
 
 // checkFor is check for the pod holding own (nil: none): its own held
 // room does not count against it. The quota trees the request names
 // (forest.go) are part of the same check: a label naming no leaf of its
-// tree refuses it first, a tree's quota after every queue limit.
-func (m *Manager) checkFor(req *Request, own *admission, soft *shareNeeds) (*queue, *app, string, error) {
+// tree refuses it first, a tree's quota after every queue limit. h (nil:
+// none) is the caller's own handle for req: used when valid, else
+// resolved.
+func (m *Manager) checkFor(req *Request, own *admission, soft *shareNeeds, h *Handle) (*queue, *app, string, error) {
 	if len(m.forest.trees) == 0 {
-		return m.checkQueues(req, own, soft)
+		return m.checkQueues(req, own, soft, h)
 	}
 	if err := m.forest.visit(req, func(*treeState, *treeNodeState) {}); err != nil {
 		return nil, nil, "", err
 	}
-	leaf, a, group, err := m.checkQueues(req, own, soft)
+	leaf, a, group, err := m.checkQueues(req, own, soft, h)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -39,11 +41,19 @@ func (m *Manager) checkFor(req *Request, own *admission, soft *shareNeeds) (*que
 
 // checkQueues is checkFor's check of the queue tree: placement's queue,
 // the application, and every user, group and queue limit on the path.
-func (m *Manager) checkQueues(req *Request, own *admission, soft *shareNeeds) (*queue, *app, string, error) {
+// A valid h gives the application and its leaf without a lookup.
+func (m *Manager) checkQueues(req *Request, own *admission, soft *shareNeeds, h *Handle) (*queue, *app, string, error) {
 	if err := m.admittedConflict(req, own); err != nil {
 		return nil, nil, "", err
 	}
-	leaf := m.queues.byPath[req.Queue]
+	var leaf *queue
+	var a *app
+	resolved := h.valid(req)
+	if resolved {
+		a, leaf = h.a, h.leaf
+	} else {
+		leaf = m.queues.byPath[req.Queue]
+	}
 	if leaf == nil || m.partition != nil && leaf.limits == nil {
 		switch {
 		case m.partition == nil:
@@ -59,20 +69,37 @@ func (m *Manager) checkQueues(req *Request, own *admission, soft *shareNeeds) (*
 	if !leaf.leaf(m.partition == nil) {
 		return nil, nil, "", &QueueError{Queue: req.Queue, Reason: "is a parent queue; pods run only in leaf queues"}
 	}
-	a := m.apps[req.App]
-	if a != nil && (a.user.name != req.User || a.leaf != leaf) {
-		return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+	if !resolved {
+		a = m.apps[req.App]
+		if a != nil && (a.user.name != req.User || a.leaf != leaf) {
+			return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+		}
+		h.resolve(req, a)
 	}
 	var g *tracker
 	group := ""
-	if a != nil {
+	switch {
+	case resolved:
+		// The climbs start at the handle's nodes; the trackers are
+		// needed only where a climb has no node, which cannot happen
+		// above a running application's leaf.
+		group = h.groupName
+	case a != nil:
 		if g = a.group; g != nil {
 			group = g.name
 		}
-	} else if group = m.groupOf(req, leaf); group != "" {
-		g = m.groups[group]
+	default:
+		if group = m.groupOf(req, leaf); group != "" {
+			g = m.groups[group]
+		}
 	}
-	w := m.newWalk(req, own, leaf, group, g, a == nil && !m.appAdmitted(req))
+	var w walk
+	if resolved {
+		w = m.newWalkFrom(req, own, group, climb{who: WhoUser, name: req.User, n: h.user},
+			climb{who: WhoGroup, name: group, n: h.group}, false)
+	} else {
+		w = m.newWalk(req, own, leaf, a, group, g, a == nil && !m.appAdmitted(req))
+	}
 	w.shares = m.sharesFor(func(x *shareIndex) *shares.Share { return x.get(leaf) }, leaf.usage, req.Resources)
 	w.soft = soft
 	if soft != nil {
@@ -107,7 +134,7 @@ func (m *Manager) checkCreate(req *Request, own *admission, soft *shareNeeds) (*
 		return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
 	}
 	tl := anc.childLimits
-	w := m.newWalk(req, own, nil, m.groupOf(req, anc), nil, !m.appAdmitted(req))
+	w := m.newWalk(req, own, nil, nil, m.groupOf(req, anc), nil, !m.appAdmitted(req))
 	if r := w.queueLevel(req.Queue, tl, nil, 0).admit(req.Queue, req.Resources, false); r != nil {
 		return nil, nil, "", r
 	}
@@ -156,12 +183,16 @@ type walk struct {
 }
 
 // newWalk starts the walk of req (holding own) from leaf (nil: a queue to
-// create, looked up at each queue) with the group resolved for it.
-func (m *Manager) newWalk(req *Request, own *admission, leaf *queue, group string, g *tracker, newApp bool) walk {
-	w := walk{req: req, own: own, newApp: newApp,
-		user:  newClimb(WhoUser, req.User, m.users[req.User], leaf),
-		group: newClimb(WhoGroup, group, g, leaf),
-	}
+// create, looked up at each queue) with the group resolved for it; a is
+// req's running application in leaf (nil: none).
+func (m *Manager) newWalk(req *Request, own *admission, leaf *queue, a *app, group string, g *tracker, newApp bool) walk {
+	user, grp := m.climbs(req, leaf, a, group, g)
+	return m.newWalkFrom(req, own, group, user, grp, newApp)
+}
+
+// newWalkFrom is newWalk with the user's and the group's climbs started.
+func (m *Manager) newWalkFrom(req *Request, own *admission, group string, user, grp climb, newApp bool) walk {
+	w := walk{req: req, own: own, newApp: newApp, user: user, group: grp}
 	if !m.adm.none() {
 		w.queues = m.adm.queues
 		w.user.held = m.adm.users[req.User]
@@ -287,6 +318,18 @@ func newClimb(who, name string, t *tracker, leaf *queue) climb {
 		c.n = t.leafNode(leaf)
 	}
 	return c
+}
+
+// climbs starts the user's and the group's climbs of req from leaf. A
+// running application a (nil: none) holds its leaf nodes, so they need no
+// lookup.
+func (m *Manager) climbs(req *Request, leaf *queue, a *app, group string, g *tracker) (user, grp climb) {
+	if a != nil {
+		user = climb{who: WhoUser, name: req.User, t: a.user, n: a.userLeaf}
+		grp = climb{who: WhoGroup, name: group, t: a.group, n: a.groupLeaf}
+		return user, grp
+	}
+	return newClimb(WhoUser, req.User, m.users[req.User], leaf), newClimb(WhoGroup, group, g, leaf)
 }
 
 // at returns the level at q and steps to q's parent; own is the asker's

@@ -172,7 +172,14 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 		return d
 	}
 	own := m.adm.byKey[key]
-	_, _, _, d.Err = m.checkFor(&req, own, nil)
+	// The handle the admission resolved; a copy, as this runs under the
+	// read lock beside other deciders.
+	var h *Handle
+	if own != nil {
+		hc := own.h
+		h = &hc
+	}
+	_, _, _, d.Err = m.checkFor(&req, own, nil, h)
 	var r *Refusal
 	if !reclaim || !errors.As(d.Err, &r) {
 		return d
@@ -182,7 +189,7 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 		return d
 	}
 	soft := &shareNeeds{trees: r.Who == WhoTree}
-	if _, _, _, err := m.checkFor(&req, own, soft); err == nil {
+	if _, _, _, err := m.checkFor(&req, own, soft, h); err == nil {
 		d.Blocked, d.TreeNeeds = soft.blocked, soft.treeNeeds
 	}
 	return d

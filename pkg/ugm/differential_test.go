@@ -426,6 +426,20 @@ func TestDifferential(t *testing.T) {
 			m := New()
 			md := &model{}
 			nextID, configs, refusals := 0, 0, 0
+			// Handles kept across steps, one per (user, queue, app), so
+			// they go stale with config changes and ended applications.
+			handles := map[string]*Handle{}
+			handle := func(r Request) *Handle {
+				if rng.Intn(2) == 0 {
+					return nil
+				}
+				k := r.User + "|" + r.Queue + "|" + r.App.String()
+				if handles[k] == nil {
+					handles[k] = &Handle{}
+				}
+				return handles[k]
+			}
+			resolved := 0
 			for step := 0; step < steps; step++ {
 				switch op := rng.Intn(100); {
 				case op < 5:
@@ -441,18 +455,31 @@ func TestDifferential(t *testing.T) {
 					a := md.live[i]
 					md.live = append(md.live[:i], md.live[i+1:]...)
 					md.released()
-					if err := m.Decrease(&a.req); err != nil {
+					if err := m.DecreaseWith(&a.req, handle(a.req)); err != nil {
 						t.Fatalf("step %d: decrease %+v: %v", step, a.req, err)
 					}
 				default:
 					r := randomRequest(rng)
+					if op < 60 && len(md.live) > 0 {
+						// Another pod of a running application: the case
+						// handles resolve.
+						l := md.live[rng.Intn(len(md.live))].req
+						r.User, r.Groups, r.Queue, r.App, r.Create = l.User, l.Groups, l.Queue, l.App, l.Create
+					}
 					force := op >= 95
 					want, group := md.decide(r, force)
 					var err error
 					if force {
 						err = m.ForceIncrease(&r)
 					} else {
-						err = m.Increase(&r)
+						h := handle(r)
+						if got := describe(m.CheckWith(&r, h)); got != want {
+							t.Fatalf("step %d: %+v: check with handle %+v says %q, model says %q", step, r, h, got, want)
+						}
+						if h.valid(&r) {
+							resolved++
+						}
+						err = m.IncreaseWith(&r, h)
 					}
 					if got := describe(err); got != want {
 						t.Fatalf("step %d: %+v (force %v): ugm says %q, model says %q", step, r, force, got, want)
@@ -475,10 +502,10 @@ func TestDifferential(t *testing.T) {
 			if len(m.Users()) != 0 || len(m.Groups()) != 0 || !m.Queues().ResourceUsage.IsZero() || len(m.apps) != 0 {
 				t.Fatalf("not empty after releasing everything: users %d groups %d", len(m.Users()), len(m.Groups()))
 			}
-			if configs == 0 || refusals == 0 || nextID == 0 {
+			if configs == 0 || refusals == 0 || nextID == 0 || resolved == 0 {
 				t.Fatalf("degenerate run: %d configs, %d refusals, %d allocations", configs, refusals, nextID)
 			}
-			t.Logf("%d allocations, %d refusals, %d configs", nextID, refusals, configs)
+			t.Logf("%d allocations, %d refusals, %d configs, %d checks through a resolved handle", nextID, refusals, configs, resolved)
 		})
 	}
 }

@@ -65,7 +65,7 @@ func (m *Manager) ReserveGang(key string, req *Request) error {
 			return fmt.Errorf("%s: %w", key, ErrGangRuns)
 		}
 	}
-	if _, _, _, err := m.checkFor(&rest, nil, nil); err != nil {
+	if _, _, _, err := m.checkFor(&rest, nil, nil, nil); err != nil {
 		return err
 	}
 	m.adm.gangs[key] = m.hold(key, &rest)
@@ -98,7 +98,7 @@ func (m *Manager) DrawGang(key, podKey string, req *Request) (resources.Vector, 
 	// the pod's own.
 	own := &admission{key: key, req: g.req, group: g.group}
 	own.req.Resources = drawn
-	if _, _, _, err := m.checkFor(req, own, nil); err != nil {
+	if _, _, _, err := m.checkFor(req, own, nil, nil); err != nil {
 		return nil, err
 	}
 	part := g.req

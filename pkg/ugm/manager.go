@@ -66,6 +66,12 @@ type app struct {
 	allocations int
 	// usage is what its allocations hold together (fair ordering).
 	usage resources.Vector
+	// userLeaf and groupLeaf are its user's and group's tracker nodes on
+	// leaf (groupLeaf nil without a group): they stay while it runs, so
+	// its checks and releases climb from them without a lookup.
+	userLeaf, groupLeaf *node
+	// ended is set when it stops running: a Handle to it is stale.
+	ended bool
 }
 
 // Manager is the User Group Manager of one partition. The zero value is not
@@ -118,25 +124,56 @@ func (m *Manager) Check(req *Request) error {
 	return err
 }
 
+// CheckWith is Check through h, the caller's handle for req: a valid one
+// skips the lookups, an unresolved or stale one is resolved here (see
+// Handle). The answer is Check's.
+func (m *Manager) CheckWith(req *Request, h *Handle) error {
+	if err := validate(req); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, _, _, err := m.checkFor(req, nil, nil, h)
+	return err
+}
+
 // Increase checks req and, if it fits, commits it on every queue of the path
 // for the user, the application's group and the queues, all or nothing. The
 // first allocation of an application starts it running and fixes its group.
-func (m *Manager) Increase(req *Request) error { return m.Commit("", req) }
+func (m *Manager) Increase(req *Request) error { return m.CommitWith("", req, nil) }
+
+// IncreaseWith is Increase through h, the caller's handle for req (see
+// CheckWith); h is resolved to req's application once it runs.
+func (m *Manager) IncreaseWith(req *Request, h *Handle) error { return m.CommitWith("", req, h) }
 
 // Commit is Increase for the pod key: the room it holds (Admit) does not
 // count against it, and is turned into its charge.
-func (m *Manager) Commit(key string, req *Request) error {
+func (m *Manager) Commit(key string, req *Request) error { return m.CommitWith(key, req, nil) }
+
+// CommitWith is Commit through h, the caller's handle for req (nil or
+// not valid: the one the pod's admission resolved, if any); h is resolved
+// to req's application once it runs.
+func (m *Manager) CommitWith(key string, req *Request, h *Handle) error {
 	if err := validate(req); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	leaf, a, group, err := m.checkFor(req, m.adm.byKey[key], nil)
+	own := m.adm.byKey[key]
+	use := h
+	if own != nil && !h.valid(req) {
+		use = &own.h
+	}
+	leaf, a, group, err := m.checkFor(req, own, nil, use)
 	if err != nil {
 		return err
 	}
 	m.unadmit(key, false)
-	return m.commit(req, leaf, a, group, false)
+	a, err = m.commit(req, leaf, a, group, false)
+	if err == nil {
+		h.resolve(req, a)
+	}
+	return err
 }
 
 // ForceIncrease commits req without checking limits: for pods that already
@@ -183,7 +220,7 @@ func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err erro
 		})
 	}
 	m.unadmit(key, false)
-	if err := m.commit(req, leaf, a, group, true); err != nil {
+	if _, err := m.commit(req, leaf, a, group, true); err != nil {
 		return nil, err
 	}
 	return over, nil
@@ -225,10 +262,8 @@ func (m *Manager) overLimit(req *Request, leaf *queue, a *app, group string) *Re
 	} else if group != "" {
 		g = m.groups[group]
 	}
-	w := walk{req: req, newApp: a == nil,
-		user:  newClimb(WhoUser, req.User, m.users[req.User], leaf),
-		group: newClimb(WhoGroup, group, g, leaf),
-	}
+	w := walk{req: req, newApp: a == nil}
+	w.user, w.group = m.climbs(req, leaf, a, group, g)
 	// Without shares the walk refuses with a *Refusal only.
 	r, _ := w.up(from).(*Refusal)
 	return r
@@ -240,20 +275,23 @@ func (m *Manager) overLimit(req *Request, leaf *queue, a *app, group string) *Re
 // queues left empty are removed. An unknown application is an error and
 // changes nothing; usage that would go negative is clamped at zero and
 // reported, since it means a caller's records are wrong.
-func (m *Manager) Decrease(req *Request) error {
+func (m *Manager) Decrease(req *Request) error { return m.DecreaseWith(req, nil) }
+
+// DecreaseWith is Decrease through h, the caller's handle for req (nil:
+// none): a valid one gives the application without a lookup.
+func (m *Manager) DecreaseWith(req *Request, h *Handle) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a := m.apps[req.App]
-	if a == nil {
+	var a *app
+	if h.valid(req) {
+		a = h.a
+	} else if a = m.apps[req.App]; a == nil {
 		return fmt.Errorf("decrease %s: %w", req.App, ErrUnknownApp)
 	}
 	ended := a.allocations <= 1
 	clamped := false
-	for _, t := range [2]*tracker{a.user, a.group} {
-		if t == nil {
-			continue
-		}
-		for n := t.nodes[a.leaf]; n != nil; n = n.parent {
+	for _, n := range [2]*node{a.userLeaf, a.groupLeaf} {
+		for ; n != nil; n = n.parent {
 			clamped = n.usage.SubClamped(req.Resources) || clamped
 			if ended {
 				n.apps--
@@ -277,6 +315,7 @@ func (m *Manager) Decrease(req *Request) error {
 	a.allocations--
 	a.usage.SubClamped(req.Resources)
 	if ended {
+		a.ended = true
 		delete(m.apps, a.key)
 		m.appEnded(a.key)
 		m.dropEmpty(a.user, a.leaf)
@@ -391,27 +430,34 @@ func (m *Manager) newLeaf(req *Request) *queue {
 }
 
 // commit applies a checked request, creating its queue when it does not
-// exist (leaf nil). Callers hold m.mu for writing.
-func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced bool) error {
-	u := m.users[req.User]
-	var g *tracker
+// exist (leaf nil), and returns its running application. Callers hold m.mu
+// for writing.
+func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced bool) (*app, error) {
+	var u, g *tracker
+	roots := [3]resources.Vector{m.queues.root.usage}
 	if a != nil {
-		g = a.group
-	} else if group != "" {
-		g = m.groups[group]
+		u, g = a.user, a.group
+		roots[1] = rootOf(a.userLeaf).usage
+		if a.groupLeaf != nil {
+			roots[2] = rootOf(a.groupLeaf).usage
+		}
+	} else {
+		u = m.users[req.User]
+		if group != "" {
+			g = m.groups[group]
+		}
+		if u != nil && u.nodes[m.queues.root] != nil {
+			roots[1] = u.nodes[m.queues.root].usage
+		}
+		if g != nil && g.nodes[m.queues.root] != nil {
+			roots[2] = g.nodes[m.queues.root].usage
+		}
 	}
 	// Root usage bounds every node below it, so if the roots do not
 	// overflow no node does: check before changing anything.
-	roots := [3]resources.Vector{m.queues.root.usage}
-	if u != nil && u.nodes[m.queues.root] != nil {
-		roots[1] = u.nodes[m.queues.root].usage
-	}
-	if g != nil && g.nodes[m.queues.root] != nil {
-		roots[2] = g.nodes[m.queues.root].usage
-	}
 	for _, r := range roots {
 		if !r.CanAdd(req.Resources) {
-			return fmt.Errorf("usage of %s would overflow: %w", req.Resources, resources.ErrOverflow)
+			return nil, fmt.Errorf("usage of %s would overflow: %w", req.Resources, resources.ErrOverflow)
 		}
 	}
 	if leaf == nil {
@@ -440,12 +486,18 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced
 	if req.Trees != nil {
 		req.Trees, _ = m.forest.charge(m.chargeRefs(req, forced), req.Resources, req.NonPreemptible, 1)
 	}
-	for _, t := range [2]*tracker{u, g} {
-		if t == nil {
-			continue
+	if newApp {
+		a.userLeaf = u.path(leaf)
+		if g != nil {
+			a.groupLeaf = g.path(leaf)
 		}
-		t.last = t.path(leaf)
-		for n := t.last; n != nil; n = n.parent {
+	}
+	u.last = a.userLeaf
+	if g != nil {
+		g.last = a.groupLeaf
+	}
+	for _, n := range [2]*node{a.userLeaf, a.groupLeaf} {
+		for ; n != nil; n = n.parent {
 			n.usage.AddUnchecked(req.Resources)
 			if newApp {
 				n.apps++
@@ -461,7 +513,15 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced
 			q.apps++
 		}
 	}
-	return nil
+	return a, nil
+}
+
+// rootOf returns the root node of n's tracker.
+func rootOf(n *node) *node {
+	for n.parent != nil {
+		n = n.parent
+	}
+	return n
 }
 
 // Resize changes the resources of one allocation of a running application
@@ -481,11 +541,8 @@ func (m *Manager) Resize(req *Request, newResources resources.Vector) error {
 		v.SubClamped(req.Resources)
 		v.AddUnchecked(newResources)
 	}
-	for _, t := range [2]*tracker{a.user, a.group} {
-		if t == nil {
-			continue
-		}
-		for n := t.nodes[a.leaf]; n != nil; n = n.parent {
+	for _, n := range [2]*node{a.userLeaf, a.groupLeaf} {
+		for ; n != nil; n = n.parent {
 			apply(&n.usage)
 		}
 	}
