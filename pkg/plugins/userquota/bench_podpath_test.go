@@ -1,7 +1,6 @@
 package userquota
 
 import (
-	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,8 +27,7 @@ func BenchmarkPodPath(b *testing.B) {
 		{Users: 10000, Queues: 1000, Groups: 20, Levels: 1},
 		{Users: 10000, Queues: 1000, Groups: 20, Levels: 3},
 	} {
-		name := fmt.Sprintf("users=%d/queues=%d/levels=%d", shape.Users, shape.Queues, shape.Levels)
-		b.Run(name, func(b *testing.B) { benchPodPath(b, shape) })
+		b.Run(shapeName(shape), func(b *testing.B) { benchPodPath(b, shape) })
 	}
 }
 
