@@ -119,6 +119,10 @@ func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, queues place
 		QueueFrom:   from,
 	}
 	placed, err := placement.For(cfg, pl.args.DefaultQueue).Place(in, queues, opts)
+	if err == nil {
+		// Before errors.As: its target escapes, an allocation per pod.
+		return placed, nil
+	}
 	var re *queueconfig.ResolveError
 	if errors.As(err, &re) {
 		return placed, &ugm.QueueError{Queue: re.Name, Reason: fmt.Sprintf("(from %s) %s", from, re.Reason())}
@@ -131,13 +135,22 @@ func (pl *Plugin) placePod(pod *v1.Pod, cfg *queueconfig.Partition, queues place
 // `queue`. It returns "" when the pod names none, and where the name was
 // found ("label queue") for messages.
 func podNamedQueue(pod *v1.Pod) (name, from string) {
-	for _, k := range podmeta.QueueKeys {
+	for i, k := range podmeta.QueueKeys {
 		if v, _ := k.In(pod.Labels, pod.Annotations); v != "" {
-			return v, k.String()
+			return v, queueKeyNames[i]
 		}
 	}
 	return "", ""
 }
+
+// queueKeyNames are the QueueKeys' names, made once rather than for
+// every pod placed.
+var queueKeyNames = func() (names [len(podmeta.QueueKeys)]string) {
+	for i, k := range podmeta.QueueKeys {
+		names[i] = k.String()
+	}
+	return names
+}()
 
 // podApp keys the pod's application within its namespace: an explicit id
 // label or annotation (podmeta.ExplicitAppID: a valid label value, so it
