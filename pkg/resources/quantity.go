@@ -72,6 +72,15 @@ func BaseUnits(name string, q resource.Quantity) (int64, error) {
 		}
 		return v * 1000, nil
 	}
+	// A fractional cpu ("100m", "0.5") clearly in range by its approximate
+	// size (which costs no allocation for an int64-backed quantity):
+	// MilliValue is exact, rounding up, as the fast path below, without
+	// AsDec's allocations (a restart reads one such request per pod).
+	if milli {
+		if f := q.AsApproximateFloat64(); f >= 1e-3 && f < float64(math.MaxInt64)/1e4 {
+			return q.MilliValue(), nil
+		}
+	}
 	// Out of range or below one base unit by its magnitude alone: decided
 	// before any arithmetic, whose cost grows with the exponent (a
 	// Quantity of 1e1000000000 takes minutes to compare or round).

@@ -3,11 +3,13 @@ package resources
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -183,6 +185,37 @@ func TestFromResourceList(t *testing.T) {
 	}
 }
 
+// TestFromResourceListWith: the set entry overrides the list's, and a
+// list longer than the one-allocation path holds gives the same vector.
+func TestFromResourceListWith(t *testing.T) {
+	pods := Intern(Pods)
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourcePods: resource.MustParse("7")}
+	v, err := FromResourceListWith(rl, pods, 1)
+	if want := vec(map[string]int64{"cpu": 250, "pods": 1}); err != nil || !v.Equal(want) || len(v) != int(pods)+1 {
+		t.Fatalf("FromResourceListWith = %v (len %d), %v; want %v", v, len(v), err, want)
+	}
+	if v, err := FromResourceListWith(nil, pods, 1); err != nil || !v.Equal(vec(map[string]int64{"pods": 1})) {
+		t.Fatalf("FromResourceListWith(nil) = %v, %v", v, err)
+	}
+	if v, err := FromResourceListWith(nil, -1, 0); err != nil || v != nil {
+		t.Fatalf("FromResourceListWith(nil, -1) = %v, %v; want nil", v, err)
+	}
+	long := corev1.ResourceList{}
+	want := map[string]int64{"pods": 1}
+	for i := range 12 {
+		name := fmt.Sprintf("example.com/r%d", i)
+		long[corev1.ResourceName(name)] = *resource.NewQuantity(int64(i+1), resource.DecimalSI)
+		want[name] = int64(i + 1)
+	}
+	if v, err := FromResourceListWith(long, pods, 1); err != nil || !v.Equal(vec(want)) {
+		t.Fatalf("FromResourceListWith(12 resources) = %v, %v; want %v", v, err, want)
+	}
+	long["memory"] = resource.MustParse("-1")
+	if _, err := FromResourceListWith(long, pods, 1); !errors.Is(err, ErrNegative) {
+		t.Fatalf("negative list error = %v", err)
+	}
+}
+
 func TestLimitExceeds(t *testing.T) {
 	lim, err := ParseLimit(map[string]string{"vcore": "5", "memory": "10Gi", "nvidia.com/gpu": "0"})
 	if err != nil {
@@ -273,5 +306,28 @@ func TestInternConcurrent(t *testing.T) {
 	}
 	if first.Name() != "example.com/concurrent" {
 		t.Fatalf("Name = %q", first.Name())
+	}
+}
+
+// TestBaseUnitsMilli: cpu quantities that are not whole cores take a
+// path without allocation; its answer is the exact one, the quantity in
+// thousandths rounded up (kube-scheduler's).
+func TestBaseUnitsMilli(t *testing.T) {
+	for _, s := range []string{"100m", "1500m", "0.5", "0.001", "0.0015", "1.0005", "999.999", "1500n", "1n", "1u",
+		"123456789m", "922337203685.477", "922337203685477m", "9e14", "1e-3", "0.0001", "1e-30"} {
+		q, ref := resource.MustParse(s), resource.MustParse(s)
+		want := new(inf.Dec).Round(new(inf.Dec).Mul(ref.AsDec(), inf.NewDec(1000, 0)), 0, inf.RoundCeil)
+		got, err := BaseUnits("cpu", q)
+		if err != nil || want.Cmp(inf.NewDec(got, 0)) != 0 {
+			t.Errorf("BaseUnits(cpu, %s) = %d, %v; want %s", s, got, err, want)
+		}
+	}
+	q := resource.MustParse("100m")
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := BaseUnits("cpu", q); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("BaseUnits(cpu, 100m) allocates %v times, want 0", n)
 	}
 }

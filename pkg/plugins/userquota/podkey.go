@@ -192,6 +192,9 @@ func podApp(pod *v1.Pod) ugm.AppKey {
 	return key
 }
 
+// podsID is the pods resource, which every pod's charge counts one of.
+var podsID = resources.Intern(resources.Pods)
+
 // podResources is the pod's request as kube-scheduler computes it (the
 // larger of init and regular containers, plus overhead, honouring pod-level
 // resources and in-place resize as the scheduler's feature gates say), plus
@@ -208,10 +211,9 @@ func podResources(pod *v1.Pod) (resources.Vector, error) {
 		InPlacePodLevelResourcesVerticalScalingEnabled: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodLevelResourcesVerticalScaling),
 		SkipPodLevelResources:                          !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
 	})
-	v, err := resources.FromResourceList(reqs)
+	v, err := resources.FromResourceListWith(reqs, podsID, 1)
 	if err != nil {
 		return nil, fmt.Errorf("pod request: %w", err)
 	}
-	v.Set(resources.Intern(resources.Pods), 1)
 	return v, nil
 }
