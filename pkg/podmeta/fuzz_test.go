@@ -30,3 +30,16 @@ func FuzzExplicitAppID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidLabelValue checks validLabelValue against apimachinery's
+// IsValidLabelValue.
+func FuzzValidLabelValue(f *testing.F) {
+	for _, s := range []string{"", "a", "-", "a-", "-a", "a.b_c-d", "A9", "a b", "é", "a\x00b", "web/x", strings.Repeat("a", 63), strings.Repeat("a", 64), "a" + strings.Repeat(".", 61) + "a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validLabelValue(s), len(validation.IsValidLabelValue(s)) == 0; got != want {
+			t.Fatalf("validLabelValue(%q) = %v, IsValidLabelValue says %v", s, got, want)
+		}
+	})
+}
