@@ -131,7 +131,9 @@ func (pol *Policy) Place(in *Input, qs Queues, opts Options) (Result, error) {
 		if err == nil && path != "" {
 			why, err = pol.usable(path, in, qs, opts)
 			if err == nil && why == "" {
-				return Result{Queue: path, Create: r.mayCreate(), Rule: r.String()}, nil
+				// The config's string for a configured queue
+				// (queueconfig.ResolveQueue says why).
+				return Result{Queue: pol.part.Canonical(path), Create: r.mayCreate(), Rule: r.String()}, nil
 			}
 		}
 		if err != nil {

@@ -30,13 +30,21 @@ func (e *ResolveError) Error() string { return fmt.Sprintf("queue %q %s", e.Name
 // bare name is root.NAME when that queue exists, else the one leaf called
 // NAME. With no partition (no config) a bare name becomes root.NAME. The
 // scheduler plugin and the simulator both resolve through here.
+//
+// A configured queue comes back as the config's own string for its path
+// (Queue.Path), not the pod's: the maps keyed by queue path downstream
+// (ugm, the fair-share history, the books) then compare keys by pointer
+// instead of byte by byte, and a charge holds no string of the pod's.
 func ResolveQueue(p *Partition, name string) (string, error) {
 	name = strings.ToLower(name)
 	if name == "root" || strings.HasPrefix(name, "root.") {
-		return name, nil
+		return p.Canonical(name), nil
 	}
-	if p == nil || p.Queue("root."+name) != nil {
+	if p == nil {
 		return "root." + name, nil
+	}
+	if q := p.Queue("root." + name); q != nil {
+		return q.Path, nil
 	}
 	var found []string
 	p.Walk(func(q *Queue) {

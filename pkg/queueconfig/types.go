@@ -161,6 +161,17 @@ func (c *Config) Partition(name string) *Partition {
 // Queue returns the queue with the given full path ("root.a.b"), or nil.
 func (p *Partition) Queue(path string) *Queue { return p.queues[path] }
 
+// Canonical is path as the config's own string when the queue is
+// configured (Queue.Path), else path itself; p may be nil.
+func (p *Partition) Canonical(path string) string {
+	if p != nil {
+		if q := p.queues[path]; q != nil {
+			return q.Path
+		}
+	}
+	return path
+}
+
 // Walk calls fn for every queue of the partition, parents before children,
 // children in config order.
 func (p *Partition) Walk(fn func(*Queue)) {
