@@ -105,28 +105,36 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	if _, live := l.pods[pod]; live {
 		return nil, fmt.Errorf("pod %s: %w", pod, ErrAlreadyAllocated)
 	}
-	req.Groups = append([]string(nil), req.Groups...)
-	req.Resources = req.Resources.Clone()
+	// ugm commits the charge's own request (it may set its Trees), kept
+	// only if the commit is made: a copy of req taken to commit would
+	// escape, an allocation per pod.
+	c := &Charge{Pod: pod, Forced: force, Request: req}
+	c.Request.Groups = append([]string(nil), req.Groups...)
+	c.Request.Resources = req.Resources.Clone()
 	var over *ugm.Refusal
 	var err error
-	c := &Charge{Pod: pod, Forced: force}
 	if force {
-		over, err = l.ugm.ForceCommit(pod, &req)
-		var conflict *ugm.AppConflict
-		if errors.As(err, &conflict) {
-			req.App = ugm.AppKey{Namespace: req.App.Namespace, ID: "pod:" + pod}
-			over, err = l.ugm.ForceCommit(pod, &req)
+		over, err = l.ugm.ForceCommit(pod, &c.Request)
+		if err != nil && isConflict(err) {
+			c.Request.App = ugm.AppKey{Namespace: req.App.Namespace, ID: "pod:" + pod}
+			over, err = l.ugm.ForceCommit(pod, &c.Request)
 		}
 	} else {
-		err = l.ugm.CommitWith(pod, &req, &c.handle)
+		err = l.ugm.CommitWith(pod, &c.Request, &c.handle)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.Request = req
 	l.pods[pod] = c
 	l.charged(&c.Request)
 	return over, nil
+}
+
+// isConflict reports whether err is a *ugm.AppConflict (apart: its
+// errors.As target escapes).
+func isConflict(err error) bool {
+	var conflict *ugm.AppConflict
+	return errors.As(err, &conflict)
 }
 
 // Release gives back everything pod was charged, once: the second release
