@@ -190,7 +190,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err := pl.startPodHandler(); err != nil {
 		return nil, err
 	}
-	if err := pl.elastic.watchCapacity(h.SharedInformerFactory(), pl.ours); err != nil {
+	if err := pl.elastic.watchCapacity(h.SharedInformerFactory(), pl.podsSynced); err != nil {
 		return nil, err
 	}
 	pl.audit = &auditor{accounts: pl, pods: pl.pods, synced: pl.podsSynced}

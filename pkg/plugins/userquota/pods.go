@@ -17,7 +17,8 @@ import (
 
 // startPodHandler adds the plugin's own handler to the scheduler's pod
 // informer. PreFilter waits for it to have seen every existing pod: the
-// scheduler's WaitForHandlersSync does not cover plugin handlers.
+// scheduler's WaitForHandlersSync does not cover plugin handlers. The
+// pods of other schedulers go to the elastic quotas' capacity.
 func (pl *Plugin) startPodHandler() error {
 	inf := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer()
 	logger := klog.Background().WithName(Name)
@@ -76,7 +77,11 @@ func replacedPod(old, obj interface{}) bool {
 // follows in-place resizes.
 func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 	pod, ok := obj.(*v1.Pod)
-	if !ok || !pl.ours(pod) {
+	if !ok {
+		return
+	}
+	if !pl.ours(pod) {
+		pl.elastic.onForeignPod(pod)
 		return
 	}
 	pl.elastic.podChanged(pod)
@@ -184,7 +189,11 @@ func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
 
 func (pl *Plugin) onPodDelete(logger klog.Logger, obj interface{}) {
 	pod, ok := podFromObj(obj)
-	if !ok || !pl.ours(pod) {
+	if !ok {
+		return
+	}
+	if !pl.ours(pod) {
+		pl.elastic.onForeignPodDelete(pod.UID)
 		return
 	}
 	pl.forgetPod(logger, pod.UID)

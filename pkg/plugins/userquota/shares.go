@@ -47,8 +47,6 @@ type elasticQuotas struct {
 	charged func(types.UID) bool
 	// changed is called after a recompute changed some runtime share.
 	changed func(klog.Logger)
-	// ours tells this scheduler's pods from those of others.
-	ours func(*v1.Pod) bool
 	// recorder and configMap: where a scaled-down guarantee is reported.
 	recorder  events.EventRecorder
 	configMap *v1.ObjectReference
@@ -238,11 +236,10 @@ func (e *elasticQuotas) reportScaling(logger klog.Logger, t *shares.Table) {
 	e.scaled = now
 }
 
-// watchCapacity feeds the capacity from the scheduler's node and pod
-// informers (ours tells this scheduler's pods, which use no capacity of
-// others); every change asks for a recompute.
-func (e *elasticQuotas) watchCapacity(f informers.SharedInformerFactory, ours func(*v1.Pod) bool) error {
-	e.ours = ours
+// watchCapacity feeds the capacity from the scheduler's node informer
+// (its pods come from the plugin's pod handler, podsSynced its sync);
+// every change asks for a recompute.
+func (e *elasticQuotas) watchCapacity(f informers.SharedInformerFactory, podsSynced func() bool) error {
 	nodes, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    e.onNode,
 		UpdateFunc: func(_, obj interface{}) { e.onNode(obj) },
@@ -251,15 +248,7 @@ func (e *elasticQuotas) watchCapacity(f informers.SharedInformerFactory, ours fu
 	if err != nil {
 		return err
 	}
-	pods, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    e.onForeignPod,
-		UpdateFunc: e.onForeignPodUpdate,
-		DeleteFunc: e.onForeignPodDelete,
-	})
-	if err != nil {
-		return err
-	}
-	e.capacitySynced = func() bool { return nodes.HasSynced() && pods.HasSynced() }
+	e.capacitySynced = func() bool { return nodes.HasSynced() && podsSynced() }
 	return nil
 }
 
@@ -278,23 +267,18 @@ func (e *elasticQuotas) onNodeDelete(obj interface{}) {
 	}
 }
 
-// onForeignPodUpdate: an update whose sides are different pods (same
-// name, see onPodUpdate) removes the old one first.
-func (e *elasticQuotas) onForeignPodUpdate(old, obj interface{}) {
-	if replacedPod(old, obj) {
-		e.onForeignPodDelete(old)
-	}
-	e.onForeignPod(obj)
-}
-
-func (e *elasticQuotas) onForeignPodDelete(obj interface{}) {
-	if pod, ok := podFromObj(obj); ok && !e.ours(pod) && e.capacity.deleteForeign(pod.UID) {
+// onForeignPod and onForeignPodDelete follow the pods of other
+// schedulers, which take capacity from ours: the plugin's pod handler
+// hands them over (pods.go), one informer handler for both, since each
+// handler is told of every pod (a restart's 100,000 twice).
+func (e *elasticQuotas) onForeignPod(pod *v1.Pod) {
+	if e.capacity.setForeign(pod) {
 		e.recomputeSoon()
 	}
 }
 
-func (e *elasticQuotas) onForeignPod(obj interface{}) {
-	if pod, ok := obj.(*v1.Pod); ok && !e.ours(pod) && e.capacity.setForeign(pod) {
+func (e *elasticQuotas) onForeignPodDelete(uid types.UID) {
+	if e.capacity.deleteForeign(uid) {
 		e.recomputeSoon()
 	}
 }

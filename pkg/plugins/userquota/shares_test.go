@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -167,7 +168,7 @@ func TestForeignPodReplacedUnderItsName(t *testing.T) {
 	again := old.DeepCopy()
 	again.UID = "uid-system-again"
 	again.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
-	e.pl.elastic.onForeignPodUpdate(old, again)
+	e.pl.onPodUpdate(klog.Background(), old, again)
 	if got := capacityCPU(); got != 6000 {
 		t.Errorf("capacity cpu = %d, want 6000 (8 minus the new pod's 2)", got)
 	}
