@@ -65,6 +65,9 @@ type History struct {
 	reset  bool
 	queues map[string]*queueconfig.Fairness // what a queue sets itself, nil: none
 	leaves map[string]leafFairness          // what is in force for a leaf
+	// chains are, by leaf, the queues whose histories a charge there
+	// steps (chain).
+	chains map[string][]level
 	// entries are the histories; changed the keys of fair queues whose
 	// key changed since the last Changes.
 	entries map[Key]*entry
@@ -74,6 +77,12 @@ type History struct {
 type leafFairness struct {
 	queue string
 	f     *queueconfig.Fairness
+}
+
+// level is a queue on a leaf's path and what it sets itself.
+type level struct {
+	path string
+	f    *queueconfig.Fairness
 }
 
 // entry is one history, as of at (the last event).
@@ -97,7 +106,7 @@ type entry struct {
 // from config.
 func New(c clock.PassiveClock, config func() *queueconfig.Partition) *History {
 	return &History{clock: c, config: config, queues: map[string]*queueconfig.Fairness{},
-		leaves: map[string]leafFairness{}, entries: map[Key]*entry{}, changed: map[Key]struct{}{}}
+		leaves: map[string]leafFairness{}, chains: map[string][]level{}, entries: map[Key]*entry{}, changed: map[Key]struct{}{}}
 }
 
 // Charged records a charge of req (ledger.Observer).
@@ -113,13 +122,27 @@ func (h *History) apply(req *ugm.Request, sign int) {
 	defer h.mu.Unlock()
 	h.refresh()
 	group := primaryGroup(req)
-	for q := req.Queue; q != "" && q != rootQueue; q = queueconfig.ParentPath(q) {
-		f := h.queueFairness(q)
-		h.step(Key{Queue: q, Name: req.User}, f, now, req.Resources, sign)
+	for _, l := range h.chain(req.Queue) {
+		h.step(Key{Queue: l.path, Name: req.User}, l.f, now, req.Resources, sign)
 		if group != "" {
-			h.step(Key{Queue: q, Group: true, Name: group}, f, now, req.Resources, sign)
+			h.step(Key{Queue: l.path, Group: true, Name: group}, l.f, now, req.Resources, sign)
 		}
 	}
+}
+
+// chain is the queues from leaf up to below root, with what each sets
+// (queueFairness), worked out once per leaf and config: a charge looked
+// each up by its path, and the paths, as the config's own strings
+// (Partition.Canonical), make the histories' keys compare by pointer.
+func (h *History) chain(leaf string) []level {
+	c, ok := h.chains[leaf]
+	if !ok {
+		for q := leaf; q != "" && q != rootQueue; q = queueconfig.ParentPath(q) {
+			c = append(c, level{path: h.part.Canonical(q), f: h.queueFairness(q)})
+		}
+		h.chains[leaf] = c
+	}
+	return c
 }
 
 // rootQueue has no history: it cannot measure shares (no max).
@@ -241,6 +264,7 @@ func (h *History) refresh() {
 	h.reset = true
 	clear(h.queues)
 	clear(h.leaves)
+	clear(h.chains)
 }
 
 // queueFairness is what queue q sets itself (or, a dynamic leaf, its
