@@ -159,6 +159,9 @@ type Books struct {
 	// queues by path, members (groups and users) by key.
 	queues  map[string]*account
 	members map[Key]*account
+	// chains are, by leaf path, the accounts of its path (chain), kept
+	// until a queue's account is forgotten (prune).
+	chains map[string][]*account
 	// guaranteed is the guaranteed share in force by elastic queue path
 	// (nil: no share table in force).
 	guaranteed map[string]resources.Vector
@@ -181,7 +184,7 @@ func New(c clock.PassiveClock, o Options) *Books {
 	now := c.Now()
 	return &Books{
 		clock: c, users: o.Users,
-		queues: map[string]*account{}, members: map[Key]*account{},
+		queues: map[string]*account{}, members: map[Key]*account{}, chains: map[string][]*account{},
 		grid: []int64{now.Unix()}, start: now.Unix(),
 		next: now.Truncate(CheckpointEvery).Add(CheckpointEvery),
 	}
@@ -255,14 +258,10 @@ func (b *Books) apply(req *ugm.Request, sign int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.due(now)
-	var leaf *account
-	for q := req.Queue; q != ""; q = queueconfig.ParentPath(q) {
-		a := b.queues[q]
+	path := b.chain(req.Queue, now, sign > 0)
+	for _, a := range path {
 		if a == nil {
-			if sign < 0 {
-				continue
-			}
-			a = b.newQueue(q, now)
+			continue
 		}
 		a.advanceQueue(now, true)
 		if sign > 0 {
@@ -270,19 +269,41 @@ func (b *Books) apply(req *ugm.Request, sign int) {
 		} else {
 			a.usage.SubClamped(req.Resources)
 		}
-		if leaf == nil && q == req.Queue {
-			leaf = a
-		}
 	}
-	if leaf == nil {
+	if len(path) == 0 || path[0] == nil {
 		return
 	}
+	leaf := path[0]
 	if len(req.Groups) > 0 {
 		b.book(Key{Kind: Group, Queue: req.Queue, Name: req.Groups[0]}, leaf, now, req.Resources, sign)
 	}
 	if b.users {
 		b.book(Key{Kind: User, Queue: req.Queue, Name: req.User}, leaf, now, req.Resources, sign)
 	}
+}
+
+// chain is the accounts of the queues from leaf up to root, leaf first;
+// create makes those missing (at now), else they are nil. A chain with
+// every account is kept for the next charge or release there, which
+// then looks up no queue by its path.
+func (b *Books) chain(leaf string, now time.Time, create bool) []*account {
+	if c, ok := b.chains[leaf]; ok {
+		return c
+	}
+	var c []*account
+	complete := true
+	for q := leaf; q != ""; q = queueconfig.ParentPath(q) {
+		a := b.queues[q]
+		if a == nil && create {
+			a = b.newQueue(q, now)
+		}
+		complete = complete && a != nil
+		c = append(c, a)
+	}
+	if complete {
+		b.chains[leaf] = c
+	}
+	return c
 }
 
 // book brings a member's account up to now and charges (sign 1) or
@@ -671,6 +692,7 @@ func (b *Books) prune(now time.Time) {
 		a.dropUnread(b.grid, dropped)
 		if a.members == 0 && a.forgettable(b.grid) {
 			delete(b.queues, path)
+			clear(b.chains)
 			b.daysVersion++
 		}
 	}
