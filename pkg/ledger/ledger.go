@@ -114,10 +114,10 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	var over *ugm.Refusal
 	var err error
 	if force {
-		over, err = l.ugm.ForceCommit(pod, &c.Request)
+		over, err = l.ugm.ForceCommitWith(pod, &c.Request, &c.handle)
 		if err != nil && isConflict(err) {
 			c.Request.App = ugm.AppKey{Namespace: req.App.Namespace, ID: "pod:" + pod}
-			over, err = l.ugm.ForceCommit(pod, &c.Request)
+			over, err = l.ugm.ForceCommitWith(pod, &c.Request, &c.handle)
 		}
 	} else {
 		err = l.ugm.CommitWith(pod, &c.Request, &c.handle)

@@ -439,7 +439,7 @@ func TestDifferential(t *testing.T) {
 				}
 				return handles[k]
 			}
-			resolved := 0
+			resolved, forcedResolved := 0, 0
 			for step := 0; step < steps; step++ {
 				switch op := rng.Intn(100); {
 				case op < 5:
@@ -460,9 +460,9 @@ func TestDifferential(t *testing.T) {
 					}
 				default:
 					r := randomRequest(rng)
-					if op < 60 && len(md.live) > 0 {
+					if (op < 60 || op >= 97) && len(md.live) > 0 {
 						// Another pod of a running application: the case
-						// handles resolve.
+						// handles resolve (forced too: a pod found running).
 						l := md.live[rng.Intn(len(md.live))].req
 						r.User, r.Groups, r.Queue, r.App, r.Create = l.User, l.Groups, l.Queue, l.App, l.Create
 					}
@@ -470,7 +470,11 @@ func TestDifferential(t *testing.T) {
 					want, group := md.decide(r, force)
 					var err error
 					if force {
-						err = m.ForceIncrease(&r)
+						h := handle(r)
+						if h.valid(&r) {
+							forcedResolved++
+						}
+						_, err = m.ForceCommitWith("", &r, h)
 					} else {
 						h := handle(r)
 						if got := describe(m.CheckWith(&r, h)); got != want {
@@ -502,10 +506,10 @@ func TestDifferential(t *testing.T) {
 			if len(m.Users()) != 0 || len(m.Groups()) != 0 || !m.Queues().ResourceUsage.IsZero() || len(m.apps) != 0 {
 				t.Fatalf("not empty after releasing everything: users %d groups %d", len(m.Users()), len(m.Groups()))
 			}
-			if configs == 0 || refusals == 0 || nextID == 0 || resolved == 0 {
-				t.Fatalf("degenerate run: %d configs, %d refusals, %d allocations", configs, refusals, nextID)
+			if configs == 0 || refusals == 0 || nextID == 0 || resolved == 0 || forcedResolved == 0 {
+				t.Fatalf("degenerate run: %d configs, %d refusals, %d allocations, %d and %d through a resolved handle", configs, refusals, nextID, resolved, forcedResolved)
 			}
-			t.Logf("%d allocations, %d refusals, %d configs, %d checks through a resolved handle", nextID, refusals, configs, resolved)
+			t.Logf("%d allocations, %d refusals, %d configs, %d checks and %d forced charges through a resolved handle", nextID, refusals, configs, resolved, forcedResolved)
 		})
 	}
 }

@@ -191,15 +191,30 @@ func (m *Manager) ForceIncrease(req *Request) error {
 // group or queue over (overLimit), nil when it fit. The charge is made
 // either way; err means nothing changed.
 func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err error) {
+	return m.ForceCommitWith(key, req, nil)
+}
+
+// ForceCommitWith is ForceCommit through h, the caller's handle for req
+// (nil: none): a valid one gives the application and its leaf without a
+// lookup, and h is resolved to req's application once it runs, so that
+// the charge's release (DecreaseWith) needs none either.
+func (m *Manager) ForceCommitWith(key string, req *Request, h *Handle) (over *Refusal, err error) {
 	if err := validate(req); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	leaf := m.queues.byPath[req.Queue] // nil: commit creates it
-	a := m.apps[req.App]
-	if a != nil && (a.user.name != req.User || a.leaf.path != req.Queue) {
-		return nil, &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+	var leaf *queue
+	var a *app
+	if h.valid(req) {
+		// A running application of req's user in req's queue.
+		a, leaf = h.a, h.leaf
+	} else {
+		leaf = m.queues.byPath[req.Queue] // nil: commit creates it
+		a = m.apps[req.App]
+		if a != nil && (a.user.name != req.User || a.leaf.path != req.Queue) {
+			return nil, &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
+		}
 	}
 	group := ""
 	if a == nil {
@@ -220,9 +235,11 @@ func (m *Manager) ForceCommit(key string, req *Request) (over *Refusal, err erro
 		})
 	}
 	m.unadmit(key, false)
-	if _, err := m.commit(req, leaf, a, group, true); err != nil {
+	a, err = m.commit(req, leaf, a, group, true)
+	if err != nil {
 		return nil, err
 	}
+	h.resolve(req, a)
 	return over, nil
 }
 
