@@ -104,7 +104,9 @@ func paths(leaf string, fn func(string)) {
 }
 
 // add adds (sign 1) or takes back (sign -1) req's resources, and apps
-// applications, at every place of its path.
+// applications, at every place of its path. It touches the places of the
+// path only: a group's map holds every queue its members hold room in,
+// and a scan of it per admission grew with the queues.
 func (a *admissions) add(req *Request, group string, sign, apps int) {
 	at := func(byName map[string]map[string]*held, name string) {
 		m := byName[name]
@@ -112,12 +114,7 @@ func (a *admissions) add(req *Request, group string, sign, apps int) {
 			m = map[string]*held{}
 			byName[name] = m
 		}
-		paths(req.Queue, func(p string) { m[p] = stepHeld(m[p], req.Resources, sign, apps) })
-		for p, h := range m {
-			if h.empty() {
-				delete(m, p)
-			}
-		}
+		stepPath(m, req, sign, apps)
 		if len(m) == 0 {
 			delete(byName, name)
 		}
@@ -126,16 +123,22 @@ func (a *admissions) add(req *Request, group string, sign, apps int) {
 	if group != "" {
 		at(a.groups, group)
 	}
-	paths(req.Queue, func(p string) {
-		if h := stepHeld(a.queues[p], req.Resources, sign, apps); h.empty() {
-			delete(a.queues, p)
-		} else {
-			a.queues[p] = h
-		}
-	})
+	stepPath(a.queues, req, sign, apps)
 	if req.Trees != nil && len(req.Trees.Nodes) > 0 {
 		a.addHeld(req.Trees.Nodes, req.Resources, sign)
 	}
+}
+
+// stepPath changes the room held at every queue of req's path in m by
+// sign times req's resources and apps, and drops the places left empty.
+func stepPath(m map[string]*held, req *Request, sign, apps int) {
+	paths(req.Queue, func(p string) {
+		if h := stepHeld(m[p], req.Resources, sign, apps); h.empty() {
+			delete(m, p)
+		} else {
+			m[p] = h
+		}
+	})
 }
 
 // stepHeld changes h (nil: empty) by sign times res and apps.

@@ -20,8 +20,10 @@
 // decision with many bound pods in the API server.
 //
 // All are skipped unless -perf is given; `make bench-scheduler` and
-// `make bench-scheduler-smoke` run them. docs/throughput.md has the
-// numbers and the commands.
+// `make bench-scheduler-smoke` run them. With -perf, TestMain first checks
+// that the machine can hold the shape asked for (shape_test.go) and
+// starts nothing if not. docs/throughput.md has the numbers and the
+// commands.
 package perf
 
 import (
@@ -69,6 +71,8 @@ func TestMain(m *testing.M) {
 		// Compiled and vetted with everything else, run only on purpose.
 		os.Exit(m.Run())
 	}
+	// A shape the machine cannot hold fails here, before etcd starts.
+	shapeCheckMain()
 	// The API server's request traces and informer chatter would bury the
 	// results; a failing test still logs through t.
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)

@@ -56,10 +56,25 @@ var allCases = map[string]perfCase{
 // default ones without -case. An unknown name fails; a -case without any
 // of the test's cases skips it.
 func cases(t *testing.T, backlog bool) []perfCase {
-	names, kind := *casesFlag, "TestThroughput"
-	if backlog {
-		kind = "TestBacklog"
+	out, err := selectCases(*casesFlag, *atLimitFlag, backlog)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(out) == 0 {
+		kind := "TestThroughput"
+		if backlog {
+			kind = "TestBacklog"
+		}
+		t.Skipf("-case=%s has no case of %s", *casesFlag, kind)
+	}
+	return out
+}
+
+// selectCases returns the cases of names (comma separated) that belong to
+// TestBacklog (backlog set) or TestThroughput, in the order given, or the
+// test's default ones when names is empty; the refused case gets
+// fraction. An unknown name is an error.
+func selectCases(names string, fraction float64, backlog bool) ([]perfCase, error) {
 	if names == "" {
 		names = defaultThroughputCases
 		if backlog {
@@ -70,19 +85,16 @@ func cases(t *testing.T, backlog bool) []perfCase {
 	for _, n := range strings.Split(names, ",") {
 		c, ok := allCases[strings.TrimSpace(n)]
 		if !ok {
-			t.Fatalf("-case: unknown case %q (%s, %s)", n, defaultThroughputCases+",control", defaultBacklogCases)
+			return nil, fmt.Errorf("-case: unknown case %q (%s, %s)", n, defaultThroughputCases+",control", defaultBacklogCases)
 		}
 		if c.name == "refused" {
-			c.fraction = *atLimitFlag
+			c.fraction = fraction
 		}
 		if c.backlog == backlog {
 			out = append(out, c)
 		}
 	}
-	if len(out) == 0 {
-		t.Skipf("-case=%s has no case of %s", names, kind)
-	}
-	return out
+	return out, nil
 }
 
 // TestThroughput schedules -pods pods on -nodes nodes per run, for every

@@ -35,6 +35,7 @@ func TestWorkload(t *testing.T) {
 		{name: "scale loose", users: 10000, queues: 1000, levels: 3, pods: 50000, wantApp: 20000},
 		{name: "scale refused", users: 10000, queues: 1000, levels: 3, pods: 50000, fraction: 0.2, wantRefused: 6000, wantApp: 20000},
 		{name: "scale backlog", users: 10000, queues: 1000, levels: 3, pods: 50000, admitted: 10000, wantRefused: 40000, wantApp: 20000},
+		{name: "smoke two levels", users: 100, queues: 10, levels: 2, pods: 1000, fraction: 0.2, wantRefused: 100, wantApp: 200},
 		{name: "smoke three levels", users: 100, queues: 10, levels: 3, pods: 1000, fraction: 0.2, wantRefused: 100, wantApp: 200},
 		{name: "uneven three levels", users: 7, queues: 5, levels: 3, pods: 25, admitted: 10, wantRefused: 15, wantApp: 14},
 	} {
