@@ -102,6 +102,10 @@ func (l Limit) Exceeds(usage, req Vector) (Excess, bool) {
 // clamped at zero; the Excess reports that combined usage. It allocates
 // nothing.
 func (l Limit) ExceedsWith(usage, held, own, req Vector) (Excess, bool) {
+	if held == nil {
+		// Nothing held: own (part of held) adds nothing either.
+		return l.Exceeds(usage, req)
+	}
 	for _, b := range l {
 		r := req.Get(b.ID)
 		if r <= 0 {

@@ -237,19 +237,18 @@ func (w *walk) queueLevel(path string, ql *queueLimits, usage resources.Vector, 
 // group's, then the queue's own max, maxapplications and runtime share.
 func (w *walk) up(from *queue) error {
 	for q := from; q != nil; q = q.parent {
-		if r := w.user.at(q, w.own).admit(q.path, w.req.Resources, w.newApp); r != nil {
+		if r := w.user.admit(q, w); r != nil {
 			return r
 		}
 		if w.group.name != "" {
-			if r := w.group.at(q, w.own).admit(q.path, w.req.Resources, w.newApp); r != nil {
+			if r := w.group.admit(q, w); r != nil {
 				return r
 			}
 		}
 		if q.limits == nil {
 			continue
 		}
-		l := w.queueLevel(q.path, q.limits, q.usage, q.apps)
-		if r := l.admit(q.path, w.req.Resources, w.newApp); r != nil {
+		if r := w.admitQueue(q); r != nil {
 			return r
 		}
 		if w.shares != nil && q.limits.share != nil && q.limits.share.elastic {
@@ -262,6 +261,37 @@ func (w *walk) up(from *queue) error {
 		}
 	}
 	return nil
+}
+
+// admitQueue refuses w's request at q for q's own limits (nil: it fits).
+// The level is built only for a refusal (climb.admit says why).
+func (w *walk) admitQueue(q *queue) *Refusal {
+	ql := q.limits
+	if ql.max == nil && ql.maxApps == 0 {
+		return nil
+	}
+	var held, own resources.Vector
+	apps := q.apps
+	if w.queues != nil {
+		held, own = w.heldAtQueue(q.path)
+		if h := w.queues[q.path]; h != nil {
+			apps += h.apps
+		}
+	}
+	if !over(ql.max, ql.maxApps, q.usage, held, own, w.req.Resources, apps, w.newApp) {
+		return nil
+	}
+	return w.queueLevel(q.path, ql, q.usage, q.apps).admit(q.path, w.req.Resources, w.newApp)
+}
+
+// over reports whether req takes a level (max and maxApps over usage and
+// apps, with held less own) over: the predicate level.admit refuses on,
+// without the level.
+func over(max resources.Limit, maxApps uint64, usage, held, own, req resources.Vector, apps int, newApp bool) bool {
+	if _, o := max.ExceedsWith(usage, held, own, req); o {
+		return true
+	}
+	return newApp && maxApps > 0 && uint64(apps)+1 > maxApps
 }
 
 // level is one limit in force on one queue for one user, group or the
@@ -332,34 +362,44 @@ func (m *Manager) climbs(req *Request, leaf *queue, a *app, group string, g *tra
 	return newClimb(WhoUser, req.User, m.users[req.User], leaf), newClimb(WhoGroup, group, g, leaf)
 }
 
-// at returns the level at q and steps to q's parent; own is the asker's
-// admission (nil: none).
-func (c *climb) at(q *queue, own *admission) level {
-	l := level{who: c.who, name: c.name}
+// admit refuses w's request at q for this climb's user or group (nil: it
+// fits) and steps to q's parent. The level (and its refusal) is built only
+// when the request does not fit: building it for every level on the path
+// that admits cost more than the check itself (BenchmarkCheck).
+func (c *climb) admit(q *queue, w *walk) *Refusal {
 	if c.n == nil && c.t != nil {
 		c.n = c.t.nodes[q]
 	}
+	n := c.n
 	var e *limitEntry
-	if c.n != nil {
-		e, l.usage, l.apps = c.n.limit, c.n.usage, c.n.apps
-		c.n = c.n.parent
+	var usage resources.Vector
+	apps := 0
+	if n != nil {
+		e, usage, apps = n.limit, n.usage, n.apps
+		c.n = n.parent
 	} else if c.who == WhoUser {
 		e = q.limits.userLimit(c.name)
 	} else {
 		e = q.limits.groupLimit(c.name)
 	}
-	if e != nil {
-		l.max, l.maxApps = e.maxResources, e.maxApplications
+	if e == nil {
+		return nil // no limit for this user or group here
 	}
+	var held, own resources.Vector
 	if c.held != nil {
 		if h := c.held[q.path]; h != nil {
-			l.held, l.apps = h.res, l.apps+h.apps
+			held, apps = h.res, apps+h.apps
 		}
-		if c.own && onPath(own.req.Queue, q.path) {
-			l.own = own.req.Resources
+		if c.own && onPath(w.own.req.Queue, q.path) {
+			own = w.own.req.Resources
 		}
 	}
-	return l
+	if !over(e.maxResources, e.maxApplications, usage, held, own, w.req.Resources, apps, w.newApp) {
+		return nil
+	}
+	l := level{who: c.who, name: c.name, max: e.maxResources, maxApps: e.maxApplications,
+		usage: usage, held: held, own: own, apps: apps}
+	return l.admit(q.path, w.req.Resources, w.newApp)
 }
 
 // conflict refuses a request whose application runs for another user or in
