@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/userquota/userquota/test/internal/controlplane"
 )
 
@@ -202,6 +204,27 @@ func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, erro
 // cpuProfile fetches /debug/pprof/profile for d and writes it under -out.
 func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, name string) error {
 	return s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), d+30*time.Second, name)
+}
+
+// The -pprof-from values.
+const (
+	pprofFromBind  = "bind"
+	pprofFromStart = "start"
+)
+
+// cpuProfileOnceServed is cpuProfile, tried again every 100 ms for up to
+// 30 s while the scheduler does not answer yet (just started).
+func (s *schedulerProcess) cpuProfileOnceServed(ctx context.Context, d time.Duration, name string) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		// The outer ctx: the poll's own ends after 30 s, the profile may not.
+		last = s.cpuProfile(ctx, d, name)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 // heapProfile fetches /debug/pprof/heap after a garbage collection (gc=1:

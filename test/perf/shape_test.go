@@ -184,6 +184,7 @@ type shape struct {
 	atLimit                                          float64
 	qps                                              int
 	runTimeout, pprof                                time.Duration
+	pprofFrom                                        string
 	backlogPods                                      int
 	backlogHeld                                      float64
 	statusQPS                                        int
@@ -223,6 +224,7 @@ func shapeOf(value func(name string) string, run, skip string) (shape, error) {
 		return s, fmt.Errorf("-warmup: %v", err)
 	}
 	s.cases = value("case")
+	s.pprofFrom = value("pprof-from")
 	return s, nil
 }
 
@@ -410,6 +412,9 @@ func checkFlags(s shape, tests map[string]bool) []*shapeError {
 	}
 	if s.pprof < 0 {
 		bad(fmt.Sprintf("-pprof=%s: want 0 (none) or above", s.pprof), "-pprof")
+	}
+	if s.pprofFrom != pprofFromBind && s.pprofFrom != pprofFromStart {
+		bad(fmt.Sprintf("-pprof-from=%q: want %s or %s", s.pprofFrom, pprofFromBind, pprofFromStart), "-pprof-from")
 	}
 	w := s.workload()
 	if throughput {

@@ -414,11 +414,11 @@ func sampleRun(ctx context.Context, t *testing.T, s *schedulerProcess, label, pr
 		case <-ticker.C:
 			tk := sampleNow()
 			ticks = append(ticks, tk)
-			if !profileStarted && tk.bound > 0 {
+			if !profileStarted && (tk.bound > 0 || *pprofFrom == pprofFromStart) {
 				profileStarted = true
 				go func() {
 					defer close(profiling)
-					if err := s.cpuProfile(ctx, *pprofFlag, profile); err != nil {
+					if err := s.cpuProfileOnceServed(ctx, *pprofFlag, profile); err != nil {
 						t.Logf("%s: CPU profile: %v", label, err)
 					}
 				}()
