@@ -133,16 +133,19 @@ bench-scheduler: build ## throughput (1000 nodes, 10000 pods, 4 cases incl. the 
 SCALE_OUT   ?= _output/bench-scale
 SCALE_RUNS  ?= 3
 SCALE_SHAPE  = -nodes=5000 -users=10000 -queues=1000 -levels=3 -groups=20 -run-timeout=45m
+# CPU profiles from the first binding and, in the backlog, heap profiles at
+# each run's end (docs/throughput.md, "Memory at scale"), under SCALE_OUT/pprof.
+SCALE_PPROF ?= 20s
 
 .PHONY: bench-scale
 
 bench-scale: build ## the scale shape: 5000 nodes, 50000 pods of 10000 users in 1000 leaf queues (3 levels): throughput (4 cases), backlog vs floor (3 cases), recovery at 50000 bound pods, SCALE_RUNS each, into SCALE_OUT (hours)
 	mkdir -p $(SCALE_OUT)
 	cd test/perf && $(GO) test -count=1 -timeout=8h -run='^TestThroughput$$' -args $(PERF_BIN) \
-	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -pods=50000 -runs=$(SCALE_RUNS) -case=baseline,userquota,refused,control
+	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -pods=50000 -runs=$(SCALE_RUNS) -case=baseline,userquota,refused,control -pprof=$(SCALE_PPROF)
 	cd test/perf && $(GO) test -count=1 -timeout=8h -run='^TestBacklog$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -backlog-pods=50000 -backlog-held=0.8 -runs=$(SCALE_RUNS) \
-	  -case=backlog,floor,floor-control
+	  -case=backlog,floor,floor-control -pprof=$(SCALE_PPROF)
 	cd test/perf && $(GO) test -count=1 -timeout=4h -run='^TestRecovery$$' -args $(PERF_BIN) \
 	  -out=$(abspath $(SCALE_OUT)) $(SCALE_SHAPE) -recovery-pods=50000 -recovery-runs=$(SCALE_RUNS)
 
