@@ -61,7 +61,7 @@ var (
 	recoveryPods = flag.Int("recovery-pods", 100000, "TestRecovery: bound pods in the API server when the scheduler starts (0 skips)")
 	recoveryRuns = flag.Int("recovery-runs", 2, "TestRecovery: starts of each profile, interleaved")
 	outDir       = flag.String("out", "", "directory for the report (throughput.md/.json, recovery.md/.json, the scheduler's /metrics of every run); empty: stdout only")
-	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput, TestBacklog: capture a CPU profile of the scheduler for this long from its first binding (see -pprof-from), into -out/pprof/ (0: none)")
+	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput, TestBacklog: capture a CPU profile of the scheduler for this long from its first binding (see -pprof-from), and a heap profile at each run's end, into -out/pprof/ (0: none)")
 	pprofFrom    = flag.String("pprof-from", pprofFromBind, "TestThroughput, TestBacklog: when the -pprof profile starts: "+pprofFromBind+" (the first binding) or "+pprofFromStart+" (as soon as the scheduler serves it after its start)")
 	warmup       = flag.Bool("warmup", true, "TestThroughput, TestBacklog: one unreported run first (baseline; floor), so the API server's start-up work settles")
 )

@@ -371,6 +371,13 @@ func (c *cluster) runCase(t *testing.T, w workload, pc perfCase, run, order int)
 		writeRaw(filepath.Join("metrics", fmt.Sprintf("run%d-%s.txt", run, pc.name)), raw)
 	}
 	r.Metrics.RSS = s.rssBytes()
+	if *pprofFlag > 0 && *outDir != "" {
+		// After the RSS is read: the profile collects garbage first.
+		heap := filepath.Join("pprof", fmt.Sprintf("run%d-%s-heap.pb.gz", run, pc.name))
+		if err := s.heapProfile(ctx, heap); err != nil {
+			r.Errors = append(r.Errors, fmt.Sprintf("heap profile: %v", err))
+		}
+	}
 	s.stop()
 	cancel()
 	r.Bound, r.Refused, _ = counter.counts()
