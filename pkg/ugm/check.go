@@ -205,31 +205,28 @@ func (m *Manager) newWalkFrom(req *Request, own *admission, group string, user, 
 	return w
 }
 
-// heldAtQueue returns the room held in the queue at path and the part of
-// it that is the asker's own.
-func (w *walk) heldAtQueue(path string) (held, own resources.Vector) {
+// heldAtQueue returns the room held in the queue at path, the part of it
+// that is the asker's own, and the applications admitted there.
+func (w *walk) heldAtQueue(path string) (held, own resources.Vector, apps int) {
 	if w.queues == nil {
-		return nil, nil
+		return nil, nil, 0
 	}
 	if h := w.queues[path]; h != nil {
-		held = h.res
+		held, apps = h.res, h.apps
 	}
 	if w.own != nil && onPath(w.own.req.Queue, path) {
 		own = w.own.req.Resources
 	}
-	return held, own
+	return held, own, apps
 }
 
 // queueLevel is a queue's own limits (ql) as a level, with the room held
 // in it.
 func (w *walk) queueLevel(path string, ql *queueLimits, usage resources.Vector, apps int) level {
-	l := level{who: WhoQueue, name: path, max: ql.max, maxApps: ql.maxApps, usage: usage, apps: apps}
-	if w.queues != nil {
-		l.held, l.own = w.heldAtQueue(path)
-		if h := w.queues[path]; h != nil {
-			l.apps += h.apps
-		}
-	}
+	l := level{who: WhoQueue, name: path, max: ql.max, maxApps: ql.maxApps, usage: usage}
+	var heldApps int
+	l.held, l.own, heldApps = w.heldAtQueue(path)
+	l.apps = apps + heldApps
 	return l
 }
 
@@ -270,15 +267,8 @@ func (w *walk) admitQueue(q *queue) *Refusal {
 	if ql.max == nil && ql.maxApps == 0 {
 		return nil
 	}
-	var held, own resources.Vector
-	apps := q.apps
-	if w.queues != nil {
-		held, own = w.heldAtQueue(q.path)
-		if h := w.queues[q.path]; h != nil {
-			apps += h.apps
-		}
-	}
-	if !over(ql.max, ql.maxApps, q.usage, held, own, w.req.Resources, apps, w.newApp) {
+	held, own, heldApps := w.heldAtQueue(q.path)
+	if !over(ql.max, ql.maxApps, q.usage, held, own, w.req.Resources, q.apps+heldApps, w.newApp) {
 		return nil
 	}
 	return w.queueLevel(q.path, ql, q.usage, q.apps).admit(q.path, w.req.Resources, w.newApp)
