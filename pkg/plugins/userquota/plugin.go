@@ -187,7 +187,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err := pl.startGangObjects(ctx, pgc); err != nil {
 		return nil, err
 	}
-	if err := pl.startPodHandler(); err != nil {
+	if err := pl.startPodHandler(ctx); err != nil {
 		return nil, err
 	}
 	if err := pl.elastic.watchCapacity(h.SharedInformerFactory(), pl.podsSynced); err != nil {

@@ -1,11 +1,12 @@
 package userquota
 
 import (
+	"context"
 	"errors"
+	"hash/maphash"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/ledger"
@@ -18,19 +19,23 @@ import (
 // startPodHandler adds the plugin's own handler to the scheduler's pod
 // informer. PreFilter waits for it to have seen every existing pod: the
 // scheduler's WaitForHandlersSync does not cover plugin handlers. The
-// pods of other schedulers go to the elastic quotas' capacity.
-func (pl *Plugin) startPodHandler() error {
+// informer's initial list is handled in one ordered pass once it is in
+// (initialList). The pods of other schedulers go to the elastic quotas'
+// capacity.
+func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	inf := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer()
 	logger := klog.Background().WithName(Name)
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { pl.onPod(logger, obj) },
-		UpdateFunc: func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },
-		DeleteFunc: func(obj interface{}) { pl.onPodDelete(logger, obj) },
-	})
+	add := func(obj interface{}) { pl.onPod(logger, obj) }
+	initial := &initialList{handle: add, seed: maphash.MakeSeed()}
+	reg, err := inf.AddEventHandler(initial.handler(add,
+		func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },
+		func(obj interface{}) { pl.onPodDelete(logger, obj) }))
 	if err != nil {
 		return err
 	}
-	pl.podsSynced = reg.HasSynced
+	initial.listed = reg.HasSynced
+	go initial.run(ctx)
+	pl.podsSynced = initial.synced
 	return nil
 }
 
