@@ -1,7 +1,9 @@
 package hold
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/btree"
@@ -473,9 +475,15 @@ func sortForLetIn(pods []*Pod, order Order) {
 			oldest[p.Request.App] = p.Created
 		}
 	}
-	ranks := make(map[*Pod]rank, len(pods))
-	for _, p := range pods {
-		r := rank{}
+	// Each pod's rank is worked out once, beside it: the comparisons read
+	// it in place, not from a map by pod.
+	type ranked struct {
+		p *Pod
+		rank
+	}
+	rs := make([]ranked, len(pods))
+	for i, p := range pods {
+		r := ranked{p: p}
 		if p.lane != nil {
 			r.fair = p.lane.key
 		}
@@ -488,25 +496,34 @@ func sortForLetIn(pods []*Pod, order Order) {
 				r.app = float64(oldest[p.Request.App].UnixNano())
 			}
 		}
-		ranks[p] = r
+		rs[i] = r
 	}
-	sort.SliceStable(pods, func(i, j int) bool {
-		a, b := pods[i], pods[j]
-		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
+	// inOrder is a total order on distinct pods: no two compare equal, so
+	// an unstable sort gives the one order.
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.p.Priority != b.p.Priority {
+			return cmp.Compare(b.p.Priority, a.p.Priority)
 		}
-		ra, rb := ranks[a], ranks[b]
-		if ra.queue != rb.queue {
-			return ra.queue < rb.queue
+		if c := strings.Compare(a.queue, b.queue); c != 0 {
+			return c
 		}
-		if ra.fair != rb.fair {
-			return ra.fair < rb.fair
+		if c := cmp.Compare(a.fair, b.fair); c != 0 {
+			return c
 		}
-		if ra.app != rb.app {
-			return ra.app < rb.app
+		if c := cmp.Compare(a.app, b.app); c != 0 {
+			return c
 		}
-		return inOrder(a, b)
+		switch {
+		case inOrder(a.p, b.p):
+			return -1
+		case inOrder(b.p, a.p):
+			return 1
+		}
+		return 0
 	})
+	for i := range rs {
+		pods[i] = rs[i].p
+	}
 }
 
 // barrierScan bounds how many pods that can never fit Barrier passes over

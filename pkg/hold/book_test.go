@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -284,9 +285,18 @@ func TestKindOf(t *testing.T) {
 		{errors.New("annotation is not JSON"), KindPlacement},
 		{behind, KindBehind},
 		{fmt.Errorf("wrapped: %w", userLimit("sue")), KindUser},
+		{StartingError{}, KindStarting},
+		{&ConfigError{Err: errors.New("bad yaml")}, KindConfig},
+		{&gang.Error{}, KindGang},
+		{&gang.FailedError{}, KindGang},
+		{&ugm.Refusal{Who: ugm.WhoTree, Limit: ugm.LimitResources}, KindTree},
 	} {
 		if got := KindOf(tc.err); got != tc.want {
 			t.Errorf("KindOf(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+		// Told by its type or found in a chain: the same kind.
+		if got := KindOf(fmt.Errorf("wrapped: %w", tc.err)); got != tc.want {
+			t.Errorf("KindOf(wrapped %v) = %s, want %s", tc.err, got, tc.want)
 		}
 	}
 	if !strings.Contains(behind.Error(), "waiting behind pod ns/big") {

@@ -3,6 +3,7 @@ package userquota
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -133,4 +134,52 @@ func benchLetIn(b *testing.B, users, perUser int) {
 	if activated != b.N {
 		b.Fatalf("%d pods let in for %d releases", activated, b.N)
 	}
+}
+
+// BenchmarkStartUpLetIn is the start-up let-in (letInWaiting) of a backlog
+// at issue 24's scale: 50,000 pending pods of 10,000 users in 1,000 leaf
+// queues under three levels, every user limited to one pod, so that one
+// pod per user is let in (room held, activated) and the other 40,000 are
+// held, each with its reason. PreEnqueue held them all while the running
+// pods were accounted; the pass books each and decides them in let-in
+// order (test/perf's backlog at scale, docs/throughput.md open work 5).
+//
+//	go test -run='^$' -bench=StartUpLetIn -benchtime=3x -benchmem ./pkg/plugins/userquota
+func BenchmarkStartUpLetIn(b *testing.B) {
+	const perUser = 5
+	shape := queueconfigtest.Synthetic{Users: 10000, Queues: 1000, Groups: 20, Levels: 3}
+	cfg := shape.Config(func(int) (int, bool) { return 1, true })
+	pending := make(map[string]*v1.Pod, shape.Users*perUser)
+	for i := 0; i < shape.Users*perUser; i++ {
+		p := shapePod(shape, i, "")
+		pending[string(p.UID)] = p
+	}
+	logger := klog.Background()
+	var cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		activated := 0
+		pl, store := barePlugin(b, cfg, &activated)
+		for _, p := range pending {
+			if err := store.Add(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		cpu0 := processCPU()
+		pl.letInWaiting(logger, pending)
+		cpu += processCPU() - cpu0
+		b.StopTimer()
+		if activated != shape.Users {
+			b.Fatalf("%d pods let in, want one per user (%d)", activated, shape.Users)
+		}
+		held := 0
+		for _, n := range pl.held.kinds() {
+			held += n
+		}
+		if held != len(pending)-shape.Users {
+			b.Fatalf("%d pods held, want %d", held, len(pending)-shape.Users)
+		}
+	}
+	reportPerPod(b, len(pending), cpu)
 }

@@ -241,6 +241,6 @@ func (pl *Plugin) workloadMissing(pod *v1.Pod) error {
 // is missing to say so (workloadMissing).
 func (pl *Plugin) sayWorkloadMissing(pod *v1.Pod) {
 	if err := pl.workloadMissing(pod); err != nil {
-		pl.status.held(pod, hold.KindOf(err), err.Error())
+		pl.status.held(pod, hold.KindOf(err), err)
 	}
 }

@@ -108,9 +108,10 @@ func (pl *Plugin) holdPod(pod *v1.Pod, req *ugm.Request, reason error, inCycle b
 	p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Request: req, Reason: reason,
 		Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
 	old := pl.held.hold(p, inCycle)
-	if old == nil || hold.KindOf(old.Reason) != hold.KindOf(reason) || !sameLimit(old.Reason, reason) {
-		metrics.RecordHold(string(hold.KindOf(reason)))
-		pl.status.held(pod, hold.KindOf(reason), reason.Error())
+	kind := hold.KindOf(reason)
+	if old == nil || hold.KindOf(old.Reason) != kind || !sameLimit(old.Reason, reason) {
+		metrics.RecordHold(string(kind))
+		pl.status.held(pod, kind, reason)
 	}
 }
 

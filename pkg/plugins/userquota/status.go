@@ -54,9 +54,20 @@ type wantStatus struct {
 	namespace, name string
 	held            bool
 	kind            hold.Kind
-	message         string
+	// reason is what holds the pod; its text, the conditions' message, is
+	// made when the status is written (most wanted statuses of a large
+	// backlog are replaced before their turn at the writer's rate).
+	reason error
 	// event: a Warning event is owed for this change.
 	event bool
+}
+
+// message is the held pod's conditions' message: its reason's text.
+func (w *wantStatus) message() string {
+	if w.reason == nil {
+		return ""
+	}
+	return w.reason.Error()
 }
 
 // statusWriter writes held pods' conditions asynchronously, through a
@@ -111,10 +122,10 @@ func newStatusWriter(client kubernetes.Interface, pods corelisters.PodLister, re
 	}
 }
 
-// held asks for pod's status to say it is held by kind, with message, and
+// held asks for pod's status to say it is held by kind, with reason's text, and
 // for one Warning event.
-func (w *statusWriter) held(pod *v1.Pod, kind hold.Kind, message string) {
-	w.set(pod, &wantStatus{namespace: pod.Namespace, name: pod.Name, held: true, kind: kind, message: message, event: true})
+func (w *statusWriter) held(pod *v1.Pod, kind hold.Kind, reason error) {
+	w.set(pod, &wantStatus{namespace: pod.Namespace, name: pod.Name, held: true, kind: kind, reason: reason, event: true})
 }
 
 // admitted asks for pod's status to say it was let in, when it said it
@@ -259,7 +270,7 @@ func (w *statusWriter) write(ctx context.Context, logger klog.Logger, uid types.
 	}
 	w.mu.Unlock()
 	if event && changed {
-		w.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonQuotaHeld, "Hold", "Held by quota (%s limit): %s", copied.kind, copied.message)
+		w.recorder.Eventf(pod, nil, v1.EventTypeWarning, ReasonQuotaHeld, "Hold", "Held by quota (%s limit): %s", copied.kind, copied.message())
 	}
 	logger.V(4).Info("Held pod status written", "pod", klog.KObj(pod), "held", copied.held, "kind", copied.kind, "changed", changed)
 	return nil
@@ -272,8 +283,8 @@ func conditionsFor(want *wantStatus) []*v1.PodCondition {
 		return []*v1.PodCondition{{Type: ConditionQuotaAdmitted, Status: v1.ConditionTrue, Reason: ReasonAdmitted, Message: "let in by quota"}}
 	}
 	return []*v1.PodCondition{
-		{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonQuotaHeld, Message: hold.MessagePrefix + want.message},
-		{Type: ConditionQuotaAdmitted, Status: v1.ConditionFalse, Reason: string(want.kind) + "Limit", Message: want.message},
+		{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonQuotaHeld, Message: hold.MessagePrefix + want.message()},
+		{Type: ConditionQuotaAdmitted, Status: v1.ConditionFalse, Reason: string(want.kind) + "Limit", Message: want.message()},
 	}
 }
 

@@ -2,6 +2,7 @@ package userquota
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestStatusWriterLeadership(t *testing.T) {
 	leads.Store(true)
 	w.watchLeadership() // it led at this look
 	leads.Store(false)
-	w.held(pod, hold.KindUser, `user "alice" would exceed maxresources in root: cpu 2+1 > 2`)
+	w.held(pod, hold.KindUser, errors.New(`user "alice" would exceed maxresources in root: cpu 2+1 > 2`))
 	drain()
 	if held() {
 		t.Fatal("a follower wrote the pod's status")
