@@ -99,20 +99,23 @@ func KindOf(reason error) Kind {
 	return KindPlacement
 }
 
-// refusalKind is the kind of limit a refusal names.
+// refusalKind is the kind of limit a refusal names: applications, a
+// share or a guarantee, else whose limit it is.
 func refusalKind(r *ugm.Refusal) Kind {
-	switch {
-	case r.Limit == ugm.LimitApplications:
+	switch r.Limit {
+	case ugm.LimitApplications:
 		return KindApplications
-	case r.Limit == ugm.LimitShare:
+	case ugm.LimitShare:
 		return KindShare
-	case r.Limit == ugm.LimitGuaranteed:
+	case ugm.LimitGuaranteed:
 		return KindGuaranteed
-	case r.Who == ugm.WhoTree:
+	}
+	switch r.Who {
+	case ugm.WhoTree:
 		return KindTree
-	case r.Who == ugm.WhoUser:
+	case ugm.WhoUser:
 		return KindUser
-	case r.Who == ugm.WhoGroup:
+	case ugm.WhoGroup:
 		return KindGroup
 	}
 	return KindQueue
