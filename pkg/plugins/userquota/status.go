@@ -55,8 +55,10 @@ type wantStatus struct {
 	held            bool
 	kind            hold.Kind
 	// reason is what holds the pod; its text, the conditions' message, is
-	// made when the status is written (most wanted statuses of a large
-	// backlog are replaced before their turn at the writer's rate).
+	// made when the status is written: at the writer's rate (20 writes/s
+	// by default) a large backlog's statuses are written over minutes,
+	// and a pod let in before its turn never needs it. Reasons are never
+	// changed once made (ugm's refusals, hold's errors).
 	reason error
 	// event: a Warning event is owed for this change.
 	event bool
@@ -122,8 +124,8 @@ func newStatusWriter(client kubernetes.Interface, pods corelisters.PodLister, re
 	}
 }
 
-// held asks for pod's status to say it is held by kind, with reason's text, and
-// for one Warning event.
+// held asks for pod's status to say it is held by kind, with reason's
+// text, and for one Warning event.
 func (w *statusWriter) held(pod *v1.Pod, kind hold.Kind, reason error) {
 	w.set(pod, &wantStatus{namespace: pod.Namespace, name: pod.Name, held: true, kind: kind, reason: reason, event: true})
 }
