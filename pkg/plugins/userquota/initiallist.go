@@ -34,7 +34,8 @@ type initialList struct {
 	// listed reports whether the informer gave the handler its whole
 	// initial list (the registration's HasSynced).
 	listed func() bool
-	// handle is the handler's add, which the pass hands each held pod to.
+	// handle is the handler's add: the pass hands it each held pod, and
+	// every add after the list goes to it.
 	handle func(obj interface{})
 
 	// seed hashes the order's keys.
@@ -112,16 +113,16 @@ func (l *initialList) flush() {
 	l.done.Store(true)
 }
 
-// handler wraps the pod handler's three funcs: an initial list's add is
-// held, every other event hands the held ones over first.
-func (l *initialList) handler(add func(obj interface{}), update func(old, obj interface{}), del func(obj interface{})) cache.ResourceEventHandler {
+// handler is the pod handler: an initial list's add is held, every
+// other event hands the held ones over first; adds go to handle.
+func (l *initialList) handler(update func(old, obj interface{}), del func(obj interface{})) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj interface{}, isInInitialList bool) {
 			if isInInitialList && l.hold(obj) {
 				return
 			}
 			l.flush()
-			add(obj)
+			l.handle(obj)
 		},
 		UpdateFunc: func(old, obj interface{}) {
 			l.flush()

@@ -40,7 +40,7 @@ func listPod(name, user, app string) *v1.Pod {
 func TestInitialListOrdersByUserAndApp(t *testing.T) {
 	r := &recorder{}
 	l := newInitialList(r, func() bool { return true })
-	h := l.handler(r.add, r.update, r.del)
+	h := l.handler(r.update, r.del)
 	userOf, appOf := map[string]string{}, map[string]string{}
 	for i := 0; i < 60; i++ {
 		name := fmt.Sprintf("p%02d", i)
@@ -99,7 +99,7 @@ func TestInitialListEventsAfterList(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &recorder{}
 			l := newInitialList(r, func() bool { return false })
-			h := l.handler(r.add, r.update, r.del)
+			h := l.handler(r.update, r.del)
 			h.OnAdd(a, true)
 			h.OnAdd(b, true)
 			tt.event(h)
@@ -124,7 +124,7 @@ func TestInitialListRun(t *testing.T) {
 	var polls atomic.Int32
 	r := &recorder{}
 	l := newInitialList(r, func() bool { polls.Add(1); return listed.Load() })
-	l.handler(r.add, r.update, r.del).OnAdd(listPod("a", "u1", "x"), true)
+	l.handler(r.update, r.del).OnAdd(listPod("a", "u1", "x"), true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})

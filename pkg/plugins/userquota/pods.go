@@ -25,9 +25,8 @@ import (
 func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	inf := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer()
 	logger := klog.Background().WithName(Name)
-	add := func(obj interface{}) { pl.onPod(logger, obj) }
-	initial := &initialList{handle: add, seed: maphash.MakeSeed()}
-	reg, err := inf.AddEventHandler(initial.handler(add,
+	initial := &initialList{handle: func(obj interface{}) { pl.onPod(logger, obj) }, seed: maphash.MakeSeed()}
+	reg, err := inf.AddEventHandler(initial.handler(
 		func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },
 		func(obj interface{}) { pl.onPodDelete(logger, obj) }))
 	if err != nil {
