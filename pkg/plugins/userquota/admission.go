@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -74,7 +73,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if !pl.podsSynced() {
 		// No decision on partial state: wait for the running pods to be
 		// accounted (only at start-up).
-		if !cache.WaitForCacheSync(ctx.Done(), pl.podsSynced) {
+		if !pl.waitPodsSynced(ctx) {
 			return nil, fwk.AsStatus(errors.New("pod informer of UserQuota has not synced"))
 		}
 	}

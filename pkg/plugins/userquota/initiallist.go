@@ -34,19 +34,38 @@ type initialList struct {
 	// listed reports whether the informer gave the handler its whole
 	// initial list (the registration's HasSynced).
 	listed func() bool
-	// handle is the handler's add: the pass hands it each held pod, and
-	// every add after the list goes to it.
+	// handle is the handler's add: every add after the list goes to it,
+	// and the pass hands it each held pod unless pass is set.
 	handle func(obj interface{})
+	// pass, when set, hands the held objects over in their order in
+	// handle's stead (the plugin's reads each pod ahead: readAhead).
+	pass func(objs []heldObject)
 
 	// seed hashes the order's keys.
 	seed maphash.Seed
 
 	done atomic.Bool
-	mu   sync.Mutex
-	// pods are the initial list's objects not yet handed over, with their
-	// place in the order.
-	pods []heldObject
+	// syncedCh is closed once the pass has run (done): what waits for it
+	// is woken at once, not at a poll's next tick.
+	syncedCh chan struct{}
+	mu       sync.Mutex
+	// chunk collects the initial list's objects as they come; each full
+	// chunk goes to chunks and is placed in the order by a goroutine of
+	// its own (placing), off the informer's: reading each pod's user and
+	// application there, from memory the informer's list left cold, was
+	// the longest part of the handler's share of the list.
+	chunk   []heldObject
+	chunks  [][]heldObject
+	placing sync.WaitGroup
 }
+
+// newInitialList is an initial list that hands objects to handle.
+func newInitialList(handle func(obj interface{})) *initialList {
+	return &initialList{handle: handle, seed: maphash.MakeSeed(), syncedCh: make(chan struct{})}
+}
+
+// placeChunk is how many held objects one goroutine places.
+const placeChunk = 1024
 
 // heldObject is an initial list's object and its place in the order:
 // hashes of its user (namespace and user-info annotation) and of its
@@ -57,31 +76,47 @@ type heldObject struct {
 }
 
 // hold keeps obj, an initial list's object, for the pass; false when the
-// pass has run (the object is then handled at once). Its place in the
-// order is worked out here, while the informer lists the next objects.
+// pass has run (the object is then handled at once).
 func (l *initialList) hold(obj interface{}) bool {
 	if l.done.Load() {
 		return false
 	}
-	h := l.place(obj)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done.Load() {
 		return false
 	}
-	l.pods = append(l.pods, h)
+	if l.chunk == nil {
+		l.chunk = make([]heldObject, 0, placeChunk)
+	}
+	l.chunk = append(l.chunk, heldObject{obj: obj})
+	if len(l.chunk) == placeChunk {
+		c := l.chunk
+		l.chunks, l.chunk = append(l.chunks, c), nil
+		l.placing.Add(1)
+		go func() {
+			defer l.placing.Done()
+			l.placeAll(c)
+		}()
+	}
 	return true
 }
 
-// place is obj's place in the order: pods of one user, and within it of
-// one application, are adjacent. Only memory locality depends on it (a
+// placeAll works out the place in the order of each of held.
+func (l *initialList) placeAll(held []heldObject) {
+	for i := range held {
+		l.place(&held[i])
+	}
+}
+
+// place works out h's place in the order: pods of one user, and within it
+// of one application, are adjacent. Only memory locality depends on it (a
 // collision of hashes merely interleaves two groups): the charges of
 // running pods do not depend on their order.
-func (l *initialList) place(obj interface{}) heldObject {
-	h := heldObject{obj: obj}
-	pod, ok := obj.(*v1.Pod)
+func (l *initialList) place(h *heldObject) {
+	pod, ok := h.obj.(*v1.Pod)
 	if !ok {
-		return h
+		return
 	}
 	var u maphash.Hash
 	u.SetSeed(l.seed)
@@ -90,7 +125,6 @@ func (l *initialList) place(obj interface{}) heldObject {
 	u.WriteString(pod.Annotations[podmeta.AnnotationUserInfo])
 	h.user = u.Sum64()
 	h.app = maphash.String(l.seed, podmeta.ExplicitAppID(pod.Labels, pod.Annotations))
-	return h
 }
 
 // flush hands every held object to the handler, in order (place),
@@ -105,12 +139,20 @@ func (l *initialList) flush() {
 	if l.done.Load() {
 		return
 	}
-	sortHeld(l.pods)
-	for _, h := range l.pods {
-		l.handle(h.obj)
+	l.placeAll(l.chunk)
+	l.placing.Wait()
+	pods := slices.Concat(append(l.chunks, l.chunk)...)
+	l.chunks, l.chunk = nil, nil
+	sortHeld(pods)
+	if l.pass != nil {
+		l.pass(pods)
+	} else {
+		for _, h := range pods {
+			l.handle(h.obj)
+		}
 	}
-	l.pods = nil
 	l.done.Store(true)
+	close(l.syncedCh)
 }
 
 // handler is the pod handler: an initial list's add is held, every
@@ -137,6 +179,9 @@ func (l *initialList) handler(update func(old, obj interface{}), del func(obj in
 
 // synced reports whether the initial list has been handed over.
 func (l *initialList) synced() bool { return l.done.Load() }
+
+// syncedChan is closed once the initial list has been handed over.
+func (l *initialList) syncedChan() <-chan struct{} { return l.syncedCh }
 
 // initialPoll is how often run looks whether the initial list is in.
 const initialPoll = 10 * time.Millisecond

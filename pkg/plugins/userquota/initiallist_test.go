@@ -3,7 +3,6 @@ package userquota
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,8 +24,10 @@ func (r *recorder) update(_, obj interface{}) {
 }
 func (r *recorder) del(obj interface{}) { r.events = append(r.events, "delete "+obj.(*v1.Pod).Name) }
 
-func newInitialList(r *recorder, listed func() bool) *initialList {
-	return &initialList{handle: r.add, listed: listed, seed: maphash.MakeSeed()}
+func recordedInitialList(r *recorder, listed func() bool) *initialList {
+	l := newInitialList(r.add)
+	l.listed = listed
+	return l
 }
 
 func listPod(name, user, app string) *v1.Pod {
@@ -36,48 +37,53 @@ func listPod(name, user, app string) *v1.Pod {
 }
 
 // TestInitialListOrdersByUserAndApp: the pass hands every initial pod over
-// once, a user's pods adjacent and, within them, an application's.
+// once, a user's pods adjacent and, within them, an application's; with
+// more pods than one goroutine places too.
 func TestInitialListOrdersByUserAndApp(t *testing.T) {
-	r := &recorder{}
-	l := newInitialList(r, func() bool { return true })
-	h := l.handler(r.update, r.del)
-	userOf, appOf := map[string]string{}, map[string]string{}
-	for i := 0; i < 60; i++ {
-		name := fmt.Sprintf("p%02d", i)
-		user, app := fmt.Sprintf("u%d", i%5), fmt.Sprintf("app-%d", i%3)
-		userOf["add "+name], appOf["add "+name] = user, user+"/"+app
-		h.OnAdd(listPod(name, user, app), true)
-	}
-	if len(r.events) != 0 || l.synced() {
-		t.Fatalf("before the pass: handled %v, synced %v; want nothing handled, not synced", r.events, l.synced())
-	}
-	l.flush()
-	if !l.synced() {
-		t.Fatal("not synced after the pass")
-	}
-	if len(r.events) != 60 {
-		t.Fatalf("handled %d pods, want 60", len(r.events))
-	}
-	seen := map[string]bool{}
-	for _, e := range r.events {
-		if seen[e] {
-			t.Fatalf("%s handled twice", e)
-		}
-		seen[e] = true
-	}
-	for what, of := range map[string]map[string]string{"user": userOf, "application": appOf} {
-		done := map[string]bool{}
-		for i, e := range r.events {
-			if i > 0 && of[r.events[i-1]] != of[e] && done[of[e]] {
-				t.Errorf("the pods of %s %s are not adjacent: %v", what, of[e], r.events)
-				break
+	for _, n := range []int{60, 3*placeChunk + 5} {
+		t.Run(fmt.Sprintf("pods=%d", n), func(t *testing.T) {
+			r := &recorder{}
+			l := recordedInitialList(r, func() bool { return true })
+			h := l.handler(r.update, r.del)
+			userOf, appOf := map[string]string{}, map[string]string{}
+			for i := 0; i < n; i++ {
+				name := fmt.Sprintf("p%04d", i)
+				user, app := fmt.Sprintf("u%d", i%5), fmt.Sprintf("app-%d", i%3)
+				userOf["add "+name], appOf["add "+name] = user, user+"/"+app
+				h.OnAdd(listPod(name, user, app), true)
 			}
-			done[of[e]] = true
-		}
-	}
-	l.flush()
-	if len(r.events) != 60 {
-		t.Errorf("a second flush handled %d more pods", len(r.events)-60)
+			if len(r.events) != 0 || l.synced() {
+				t.Fatalf("before the pass: handled %d, synced %v; want nothing handled, not synced", len(r.events), l.synced())
+			}
+			l.flush()
+			if !l.synced() {
+				t.Fatal("not synced after the pass")
+			}
+			if len(r.events) != n {
+				t.Fatalf("handled %d pods, want %d", len(r.events), n)
+			}
+			seen := map[string]bool{}
+			for _, e := range r.events {
+				if seen[e] {
+					t.Fatalf("%s handled twice", e)
+				}
+				seen[e] = true
+			}
+			for what, of := range map[string]map[string]string{"user": userOf, "application": appOf} {
+				done := map[string]bool{}
+				for i, e := range r.events {
+					if i > 0 && of[r.events[i-1]] != of[e] && done[of[e]] {
+						t.Errorf("the pods of %s %s are not adjacent (at %s, place %d)", what, of[e], e, i)
+						break
+					}
+					done[of[e]] = true
+				}
+			}
+			l.flush()
+			if len(r.events) != n {
+				t.Errorf("a second flush handled %d more pods", len(r.events)-n)
+			}
+		})
 	}
 }
 
@@ -98,7 +104,7 @@ func TestInitialListEventsAfterList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &recorder{}
-			l := newInitialList(r, func() bool { return false })
+			l := recordedInitialList(r, func() bool { return false })
 			h := l.handler(r.update, r.del)
 			h.OnAdd(a, true)
 			h.OnAdd(b, true)
@@ -123,7 +129,7 @@ func TestInitialListRun(t *testing.T) {
 	var listed atomic.Bool
 	var polls atomic.Int32
 	r := &recorder{}
-	l := newInitialList(r, func() bool { polls.Add(1); return listed.Load() })
+	l := recordedInitialList(r, func() bool { polls.Add(1); return listed.Load() })
 	l.handler(r.update, r.del).OnAdd(listPod("a", "u1", "x"), true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -135,8 +141,8 @@ func TestInitialListRun(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("run did not poll: %v", err)
 	}
-	if l.synced() {
-		t.Fatal("synced before the informer gave its whole list")
+	if l.synced() || closed(l.syncedChan()) {
+		t.Fatalf("synced (%v, channel closed %v) before the informer gave its whole list", l.synced(), closed(l.syncedChan()))
 	}
 	listed.Store(true)
 	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -145,15 +151,28 @@ func TestInitialListRun(t *testing.T) {
 		t.Fatalf("not synced after the list was in: %v", err)
 	}
 	<-done
+	if !closed(l.syncedChan()) {
+		t.Error("synced, but its channel is still open")
+	}
 	if len(r.events) != 1 {
 		t.Errorf("handled %v, want the one listed pod", r.events)
 	}
 
-	l2 := newInitialList(&recorder{}, func() bool { return false })
+	l2 := recordedInitialList(&recorder{}, func() bool { return false })
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	l2.run(ctx2)
-	if l2.synced() {
+	if l2.synced() || closed(l2.syncedChan()) {
 		t.Error("synced after run's context ended with the list not in")
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -82,8 +82,10 @@ type Plugin struct {
 	profile string
 	ledger  *ledger.Ledger
 	ugm     *ugm.Manager
-	// podsSynced reports whether the pod handler saw every existing pod.
-	podsSynced func() bool
+	// podsSynced reports whether the pod handler saw every existing pod;
+	// podsSyncedCh is closed then (waitPodsSynced).
+	podsSynced   func() bool
+	podsSyncedCh <-chan struct{}
 
 	// pods is the scheduler's pod lister (the informer's store).
 	pods    corelisters.PodLister

@@ -3,7 +3,6 @@ package userquota
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,12 +19,16 @@ import (
 // informer. PreFilter waits for it to have seen every existing pod: the
 // scheduler's WaitForHandlersSync does not cover plugin handlers. The
 // informer's initial list is handled in one ordered pass once it is in
-// (initialList). The pods of other schedulers go to the elastic quotas'
+// (initialList), each pod's request read ahead of its charge on another
+// goroutine (readAhead). The pods of other schedulers go to the elastic quotas'
 // capacity.
 func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	inf := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer()
 	logger := klog.Background().WithName(Name)
-	initial := &initialList{handle: func(obj interface{}) { pl.onPod(logger, obj) }, seed: maphash.MakeSeed()}
+	initial := newInitialList(func(obj interface{}) { pl.onPod(logger, obj) })
+	initial.pass = func(objs []heldObject) {
+		readAhead(objs, pl.preparePod, func(obj interface{}, p *preparedPod) { pl.onPodPrepared(logger, obj, p) })
+	}
 	reg, err := inf.AddEventHandler(initial.handler(
 		func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },
 		func(obj interface{}) { pl.onPodDelete(logger, obj) }))
@@ -34,8 +37,19 @@ func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	}
 	initial.listed = reg.HasSynced
 	go initial.run(ctx)
-	pl.podsSynced = initial.synced
+	pl.podsSynced, pl.podsSyncedCh = initial.synced, initial.syncedChan()
 	return nil
+}
+
+// waitPodsSynced waits until the pod handler has seen every existing pod
+// (podsSynced); false when ctx ended first.
+func (pl *Plugin) waitPodsSynced(ctx context.Context) bool {
+	select {
+	case <-pl.podsSyncedCh:
+		return true
+	case <-ctx.Done():
+		return pl.podsSynced()
+	}
 }
 
 // ours reports whether pod is this scheduler profile's.
@@ -79,7 +93,11 @@ func replacedPod(old, obj interface{}) bool {
 // onPod accounts a bound pod not yet charged (restart, failover), releases
 // one that finished or (with releaseOnTerminating) is terminating, and
 // follows in-place resizes.
-func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
+func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) { pl.onPodPrepared(logger, obj, nil) }
+
+// onPodPrepared is onPod with the pod's request read ahead (nil: none;
+// the initial list's pass, readAhead).
+func (pl *Plugin) onPodPrepared(logger klog.Logger, obj interface{}, pre *preparedPod) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
 		return
@@ -131,7 +149,7 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 		}
 		return
 	}
-	if pl.chargeRunning(logger, pod, metrics.SourceRunning) {
+	if pl.chargeRunningPrepared(logger, pod, metrics.SourceRunning, pre) {
 		// Checked first: the arguments of a log line not written cost
 		// three allocations per pod a restart charges.
 		if v := logger.V(4); v.Enabled() {
@@ -146,8 +164,14 @@ func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) {
 // source, and counts it apart when it went over a limit; false when it was
 // charged already or could not be (logged).
 func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) bool {
+	return pl.chargeRunningPrepared(logger, pod, source, nil)
+}
+
+// chargeRunningPrepared is chargeRunning with the pod's request read
+// ahead (nil: none).
+func (pl *Plugin) chargeRunningPrepared(logger klog.Logger, pod *v1.Pod, source string, pre *preparedPod) bool {
 	defer pl.held.forget(pod.UID)
-	over, err := pl.ledger.ForceAllocate(string(pod.UID), pl.boundPodRequest(logger, pod))
+	over, err := pl.ledger.ForceAllocate(string(pod.UID), pl.boundPodRequest(logger, pod, pre))
 	switch {
 	case err == nil:
 		metrics.RecordIncrease(source)
@@ -167,9 +191,13 @@ func (pl *Plugin) chargeRunning(logger klog.Logger, pod *v1.Pod, source string) 
 // refused, so it never is. Placement runs as for a new pod (ACLs steer
 // which rule places it, so it lands where it was admitted); when that
 // refuses the pod (its ACLs, no rule, bad metadata), it is charged where
-// placement puts it without ACLs, else to the defaults, loudly.
-func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod) ugm.Request {
+// placement puts it without ACLs, else to the defaults, loudly. pre is the
+// request read ahead, used while it is still current (nil: none).
+func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod, pre *preparedPod) ugm.Request {
 	cfg := pl.partition()
+	if req, ok := pre.request(cfg); ok {
+		return req
+	}
 	req, err := pl.podRequest(pod, cfg, pl.queues())
 	if err == nil {
 		return req

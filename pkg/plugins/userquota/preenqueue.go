@@ -103,7 +103,7 @@ func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
 // PreEnqueue held meanwhile, in let-in order (letInWaiting).
 func (pl *Plugin) startUp(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
-	if !cache.WaitForCacheSync(ctx.Done(), append([]cache.InformerSynced{pl.podsSynced}, pl.objects.synced...)...) {
+	if !pl.waitPodsSynced(ctx) || !cache.WaitForCacheSync(ctx.Done(), pl.objects.synced...) {
 		return
 	}
 	pl.elastic.ensure(ctx, logger)
