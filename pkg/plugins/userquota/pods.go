@@ -20,8 +20,8 @@ import (
 // scheduler's WaitForHandlersSync does not cover plugin handlers. The
 // informer's initial list is handled in one ordered pass once it is in
 // (initialList), each pod's request read ahead of its charge on another
-// goroutine (readAhead). The pods of other schedulers go to the elastic quotas'
-// capacity.
+// goroutine (readAhead). The pods of other schedulers go to the elastic
+// quotas' capacity.
 func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	inf := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer()
 	logger := klog.Background().WithName(Name)
