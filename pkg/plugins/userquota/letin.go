@@ -248,19 +248,37 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
 		return
 	}
 	cfg, queues := pl.partition(), pl.queues()
+	waiting := make([]*v1.Pod, 0, len(pods))
 	for _, pod := range pods {
+		waiting = append(waiting, pod)
+	}
+	// The requests are read ahead of the booking, on another goroutine:
+	// booking changes nothing placement reads.
+	readAhead(waiting, func(pod *v1.Pod, r *waitingRequest) {
+		if req, err := pl.podRequest(pod, cfg, queues); err == nil {
+			r.req, r.ok = req, true
+		}
+	}, func(pod *v1.Pod, r *waitingRequest) {
 		p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Reason: hold.StartingError{},
 			Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
-		if req, err := pl.podRequest(pod, cfg, queues); err == nil {
+		if r.ok {
 			// Placed now, so that the let-in orders it by its queue's
 			// application order; one that cannot be placed is decided
 			// (and held, saying why) by the let-in.
+			req := r.req
 			p.Request = &req
 		}
 		pl.held.hold(p, false)
-	}
+	})
 	pl.dropGone(pods)
 	pl.letIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
+}
+
+// waitingRequest is a waiting pod's request, read ahead of its booking;
+// ok: it could be placed.
+type waitingRequest struct {
+	req ugm.Request
+	ok  bool
 }
 
 // dropGone forgets the pods among pods that went away or were bound:

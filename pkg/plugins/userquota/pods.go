@@ -27,7 +27,8 @@ func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	logger := klog.Background().WithName(Name)
 	initial := newInitialList(func(obj interface{}) { pl.onPod(logger, obj) })
 	initial.pass = func(objs []heldObject) {
-		readAhead(objs, pl.preparePod, func(obj interface{}, p *preparedPod) { pl.onPodPrepared(logger, obj, p) })
+		readAhead(objs, func(h heldObject, p *preparedPod) { pl.preparePod(h.obj, p) },
+			func(h heldObject, p *preparedPod) { pl.onPodPrepared(logger, h.obj, p) })
 	}
 	reg, err := inf.AddEventHandler(initial.handler(
 		func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },

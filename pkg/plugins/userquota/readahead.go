@@ -4,15 +4,17 @@ package userquota
 // of it. prepare runs in a goroutine of its own, at most readAheadDepth
 // batches ahead of handle: the initial list's pass reads each pod's user,
 // queue and resources on one core while the other charges the pods read
-// before it (docs/throughput.md, "Recovery"). prepare must not depend on
-// what handle changes, or must record that it looked (preparedPod).
-func readAhead[P any](objs []heldObject, prepare func(obj interface{}, into *P), handle func(obj interface{}, p *P)) {
+// before it (docs/throughput.md, "Recovery"), and the start-up let-in
+// reads the waiting pods' requests while it books the ones read before.
+// prepare must not depend on what handle changes, or must record that it
+// looked (preparedPod).
+func readAhead[O, P any](objs []O, prepare func(obj O, into *P), handle func(obj O, p *P)) {
 	if len(objs) < 2*readAheadBatch {
 		// Too few to be worth a goroutine.
-		for _, h := range objs {
+		for _, o := range objs {
 			var p P
-			prepare(h.obj, &p)
-			handle(h.obj, &p)
+			prepare(o, &p)
+			handle(o, &p)
 		}
 		return
 	}
@@ -28,7 +30,7 @@ func readAhead[P any](objs []heldObject, prepare func(obj interface{}, into *P),
 			for i := range batch {
 				var zero P
 				batch[i] = zero
-				prepare(objs[start+i].obj, &batch[i])
+				prepare(objs[start+i], &batch[i])
 			}
 			ready <- batch
 		}
@@ -36,7 +38,7 @@ func readAhead[P any](objs []heldObject, prepare func(obj interface{}, into *P),
 	next := 0
 	for batch := range ready {
 		for i := range batch {
-			handle(objs[next].obj, &batch[i])
+			handle(objs[next], &batch[i])
 			next++
 		}
 		free <- batch[:cap(batch)]

@@ -12,24 +12,23 @@ import (
 func TestReadAhead(t *testing.T) {
 	for _, n := range []int{0, 1, 2*readAheadBatch - 1, 2 * readAheadBatch, 2*readAheadBatch + 1, 10*readAheadBatch + 7} {
 		t.Run(fmt.Sprintf("objects=%d", n), func(t *testing.T) {
-			objs := make([]heldObject, n)
+			objs := make([]int, n)
 			for i := range objs {
-				objs[i].obj = i
+				objs[i] = i
 			}
 			var prepared, handled atomic.Int64
 			var ahead atomic.Int64 // the most prepared and not yet handled
-			prepare := func(obj interface{}, into *int) {
+			prepare := func(obj int, into *int) {
 				if *into != 0 {
 					t.Errorf("object %v: prepare got %d, want a zeroed value", obj, *into)
 				}
-				*into = obj.(int)*2 + 1
+				*into = obj*2 + 1
 				if d := prepared.Add(1) - handled.Load(); d > ahead.Load() {
 					ahead.Store(d)
 				}
 			}
 			var order []int
-			handle := func(obj interface{}, p *int) {
-				i := obj.(int)
+			handle := func(i int, p *int) {
 				if *p != i*2+1 {
 					t.Errorf("object %d handled with %d, want what prepare read of it (%d)", i, *p, i*2+1)
 				}
