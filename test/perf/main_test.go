@@ -63,6 +63,7 @@ var (
 	outDir       = flag.String("out", "", "directory for the report (throughput.md/.json, recovery.md/.json, the scheduler's /metrics of every run); empty: stdout only")
 	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput, TestBacklog: capture a CPU profile of the scheduler for this long from its first binding (see -pprof-from), and a heap profile at each run's end, into -out/pprof/ (0: none)")
 	pprofFrom    = flag.String("pprof-from", pprofFromBind, "TestThroughput, TestBacklog: when the -pprof profile starts: "+pprofFromBind+" (the first binding) or "+pprofFromStart+" (as soon as the scheduler serves it after its start)")
+	pprofBlock   = flag.Bool("pprof-block", false, "with -pprof: a block profile of the CPU profile's span beside it (runN-CASE-block.pb.gz): every wait on a lock or channel, which kube-scheduler records by default (enableContentionProfiling defaults to true with enableProfiling)")
 	warmup       = flag.Bool("warmup", true, "TestThroughput, TestBacklog: one unreported run first (baseline; floor), so the API server's start-up work settles")
 )
 

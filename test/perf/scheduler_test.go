@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -201,9 +202,29 @@ func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, erro
 	return b, m, err
 }
 
-// cpuProfile fetches /debug/pprof/profile for d and writes it under -out.
+// cpuProfile fetches /debug/pprof/profile for d and writes it under -out;
+// with -pprof-block, the block profile of the same span beside it
+// (blockProfileName).
 func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, name string) error {
-	return s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), d+30*time.Second, name)
+	secs := int(d.Seconds())
+	if !*pprofBlock {
+		return s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), d+30*time.Second, name)
+	}
+	var blockErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		blockErr = s.profile(ctx, fmt.Sprintf("/debug/pprof/block?seconds=%d", secs), d+30*time.Second, blockProfileName(name))
+	}()
+	err := s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), d+30*time.Second, name)
+	<-done
+	return errors.Join(err, blockErr)
+}
+
+// blockProfileName is the block profile's file beside the CPU profile
+// name (runN-CASE.pb.gz -> runN-CASE-block.pb.gz).
+func blockProfileName(name string) string {
+	return strings.TrimSuffix(name, ".pb.gz") + "-block.pb.gz"
 }
 
 // The -pprof-from values.

@@ -189,7 +189,7 @@ type shape struct {
 	backlogHeld                                      float64
 	statusQPS                                        int
 	recoveryPods, recoveryRuns                       int
-	warmup                                           bool
+	warmup, pprofBlock                               bool
 	// run and skip are go test's -run and -skip.
 	run, skip string
 }
@@ -220,8 +220,11 @@ func shapeOf(value func(name string) string, run, skip string) (shape, error) {
 			return s, fmt.Errorf("-%s: %v", name, err)
 		}
 	}
-	if s.warmup, err = strconv.ParseBool(value("warmup")); err != nil {
-		return s, fmt.Errorf("-warmup: %v", err)
+	bools := map[string]*bool{"warmup": &s.warmup, "pprof-block": &s.pprofBlock}
+	for name, p := range bools {
+		if *p, err = strconv.ParseBool(value(name)); err != nil {
+			return s, fmt.Errorf("-%s: %v", name, err)
+		}
 	}
 	s.cases = value("case")
 	s.pprofFrom = value("pprof-from")
@@ -412,6 +415,9 @@ func checkFlags(s shape, tests map[string]bool) []*shapeError {
 	}
 	if s.pprof < 0 {
 		bad(fmt.Sprintf("-pprof=%s: want 0 (none) or above", s.pprof), "-pprof")
+	}
+	if s.pprofBlock && s.pprof == 0 {
+		bad("-pprof-block: want -pprof above 0 (the block profile spans the CPU profile's time)", "-pprof-block")
 	}
 	if s.pprofFrom != pprofFromBind && s.pprofFrom != pprofFromStart {
 		bad(fmt.Sprintf("-pprof-from=%q: want %s or %s", s.pprofFrom, pprofFromBind, pprofFromStart), "-pprof-from")
