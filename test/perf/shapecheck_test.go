@@ -143,7 +143,7 @@ func TestShapeRefuses(t *testing.T) {
 		{name: "run timeout", edit: func(s *shape) { s.runTimeout = 0 }, want: []string{"flag: -run-timeout"}},
 		{name: "pprof", edit: func(s *shape) { s.pprof = -time.Second }, want: []string{"flag: -pprof"}},
 		{name: "pprof-block without pprof", edit: func(s *shape) { s.pprofBlock, s.pprof = true, 0 }, want: []string{"flag: -pprof-block"}},
-		{name: "pprof-block with pprof", edit: func(s *shape) { s.pprofBlock, s.pprof = true, 20 * time.Second }},
+		{name: "pprof-block with pprof", edit: func(s *shape) { s.pprofBlock, s.pprof = true, 20*time.Second }},
 		{name: "pprof-from", edit: func(s *shape) { s.pprofFrom = "first-bind" }, want: []string{"flag: -pprof-from"}},
 		{name: "status qps", edit: func(s *shape) { s.statusQPS = -1 }, want: []string{"flag: -status-qps"}},
 		{name: "at-limit above 1", edit: func(s *shape) { s.atLimit = 1.5 }, want: []string{"flag: -at-limit"}},

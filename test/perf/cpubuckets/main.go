@@ -1,0 +1,216 @@
+// Command cpubuckets splits the scheduler's CPU profiles from a
+// TestThroughput or TestBacklog report (-pprof) into buckets of work and
+// prints each per pod bound in the profile's span, so that cases of one
+// run compare per pod rather than per second:
+//
+//	go run ./test/perf/cpubuckets -report=_output/bench-scale/throughput.json -scheduler=bin/userquota-scheduler
+//
+// Each sample's stack goes to the first bucket one of its frames matches
+// (GC first: a GC assist is GC whoever allocated). The pods bound in the
+// span are the sum of the run's per-second samples over the profile's
+// length from the first binding, where the profile starts (-pprof-from
+// bind), so a figure is good to about one second's pods.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// bucket is a kind of work, told by a frame of its stacks.
+type bucket struct {
+	name  string
+	frame *regexp.Regexp
+}
+
+var buckets = []bucket{
+	{"GC", regexp.MustCompile(`^runtime\.(gcBgMarkWorker|gcAssistAlloc|bgsweep|bgscavenge|gcStart|gcMarkDone|gcMarkTermination)\b`)},
+	{"UserQuota", regexp.MustCompile(`^github\.com/userquota/userquota/pkg/`)},
+	{"allocation", regexp.MustCompile(`^runtime\.mallocgc\b`)},
+	{"filter and score", regexp.MustCompile(`workqueue\.ParallelizeUntil`)},
+	{"scheduling cycle, rest", regexp.MustCompile(`scheduler\.\(\*Scheduler\)\.schedulingCycle\b`)},
+	{"binding cycle", regexp.MustCompile(`scheduler\.\(\*Scheduler\)\.bindingCycle\b`)},
+	{"informers and queue", regexp.MustCompile(`client-go/tools/cache\.|scheduler/backend/queue\.`)},
+	{"API client", regexp.MustCompile(`^net/http\.|golang\.org/x/net/http2\.|client-go/rest\.`)},
+}
+
+const other = "other"
+
+// run is what cpubuckets reads of a report's run.
+type run struct {
+	Case    string    `json:"case"`
+	Run     int       `json:"run"`
+	Samples []float64 `json:"samples"`
+}
+
+func main() {
+	report := flag.String("report", "", "throughput.json or backlog.json of a run with -pprof")
+	scheduler := flag.String("scheduler", "bin/userquota-scheduler", "the scheduler binary the profiles were taken of")
+	span := flag.Duration("pprof", 60*time.Second, "the -pprof the report was run with (the profile's length)")
+	flag.Parse()
+	if err := buckets2md(os.Stdout, *report, *scheduler, *span); err != nil {
+		fmt.Fprintln(os.Stderr, "cpubuckets:", err)
+		os.Exit(1)
+	}
+}
+
+func buckets2md(w *os.File, report, scheduler string, span time.Duration) error {
+	if report == "" {
+		return fmt.Errorf("-report: want the report's JSON")
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Runs []run `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %v", report, err)
+	}
+	if len(r.Runs) == 0 {
+		return fmt.Errorf("%s: no runs", report)
+	}
+	names := append(bucketNames(), other, "total")
+	perCase := map[string][]map[string]float64{}
+	var cases []string
+	fmt.Fprintf(w, "Scheduler CPU per pod bound in the profile's span, µs, by bucket (%s):\n\n", report)
+	fmt.Fprintf(w, "| run | case | pods | %s |\n|---|---|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	for _, rn := range r.Runs {
+		profile := filepath.Join(filepath.Dir(report), "pprof", fmt.Sprintf("run%d-%s.pb.gz", rn.Run, rn.Case))
+		secs, err := split(scheduler, profile)
+		if err != nil {
+			return err
+		}
+		pods := 0.0
+		for i, s := range rn.Samples {
+			if i >= int(span.Seconds()) {
+				break
+			}
+			pods += s
+		}
+		if pods <= 0 {
+			return fmt.Errorf("run %d %s: no pod bound in the profile's span", rn.Run, rn.Case)
+		}
+		us := map[string]float64{}
+		cells := make([]string, len(names))
+		for i, n := range names {
+			us[n] = secs[n] / pods * 1e6
+			cells[i] = strconv.FormatFloat(us[n], 'f', 0, 64)
+		}
+		fmt.Fprintf(w, "| %d | %s | %.0f | %s |\n", rn.Run, rn.Case, pods, strings.Join(cells, " | "))
+		if _, ok := perCase[rn.Case]; !ok {
+			cases = append(cases, rn.Case)
+		}
+		perCase[rn.Case] = append(perCase[rn.Case], us)
+	}
+	fmt.Fprintf(w, "\nMedian over runs:\n\n| case | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	for _, c := range cases {
+		cells := make([]string, len(names))
+		for i, n := range names {
+			var v []float64
+			for _, us := range perCase[c] {
+				v = append(v, us[n])
+			}
+			cells[i] = strconv.FormatFloat(median(v), 'f', 0, 64)
+		}
+		fmt.Fprintf(w, "| %s | %s |\n", c, strings.Join(cells, " | "))
+	}
+	return nil
+}
+
+func bucketNames() []string {
+	n := make([]string, len(buckets))
+	for i, b := range buckets {
+		n[i] = b.name
+	}
+	return n
+}
+
+// split reads a CPU profile's stacks (go tool pprof -traces) and returns
+// the seconds of each bucket, other and total.
+func split(scheduler, profile string) (map[string]float64, error) {
+	out, err := exec.Command("go", "tool", "pprof", "-traces", scheduler, profile).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go tool pprof -traces %s: %v", profile, err)
+	}
+	secs := map[string]float64{}
+	var value float64
+	var frames []string
+	flush := func() {
+		if value > 0 {
+			secs[classify(frames)] += value
+			secs["total"] += value
+		}
+		value, frames = 0, nil
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	started := false // past the header (File:, Type:, Duration: ...)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "-----------+") {
+			flush()
+			started = true
+			continue
+		}
+		f := strings.Fields(line)
+		if !started || len(f) == 0 {
+			continue
+		}
+		if len(frames) == 0 && value == 0 {
+			// A stack's first line: its value, then its leaf.
+			v, ok := parseValue(f[0])
+			if !ok || len(f) < 2 {
+				return nil, fmt.Errorf("%s: a stack starts with %q", profile, line)
+			}
+			value, f = v, f[1:]
+		}
+		frames = append(frames, f[0])
+	}
+	flush()
+	return secs, sc.Err()
+}
+
+func classify(frames []string) string {
+	for _, b := range buckets {
+		for _, f := range frames {
+			if b.frame.MatchString(f) {
+				return b.name
+			}
+		}
+	}
+	return other
+}
+
+// parseValue reads a sample value as pprof prints it (10ms, 1.2s, 500us).
+func parseValue(s string) (float64, bool) {
+	d, err := time.ParseDuration(strings.Replace(s, "µs", "us", 1))
+	if err != nil || d <= 0 {
+		return 0, false
+	}
+	return d.Seconds(), true
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
