@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +146,16 @@ func split(scheduler, profile string) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go tool pprof -traces %s: %v", profile, err)
 	}
+	secs, err := parseTraces(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", profile, err)
+	}
+	return secs, nil
+}
+
+// parseTraces reads go tool pprof -traces output: a header, then stacks
+// between separator lines, each starting with its value and its leaf.
+func parseTraces(r io.Reader) (map[string]float64, error) {
 	secs := map[string]float64{}
 	var value float64
 	var frames []string
@@ -155,7 +166,7 @@ func split(scheduler, profile string) (map[string]float64, error) {
 		}
 		value, frames = 0, nil
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	started := false // past the header (File:, Type:, Duration: ...)
 	for sc.Scan() {
@@ -173,7 +184,7 @@ func split(scheduler, profile string) (map[string]float64, error) {
 			// A stack's first line: its value, then its leaf.
 			v, ok := parseValue(f[0])
 			if !ok || len(f) < 2 {
-				return nil, fmt.Errorf("%s: a stack starts with %q", profile, line)
+				return nil, fmt.Errorf("a stack starts with %q", line)
 			}
 			value, f = v, f[1:]
 		}
