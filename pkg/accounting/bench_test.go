@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,4 +116,51 @@ func scaleBooks(c *testingclock.FakeClock, users bool) *Books {
 			Queue: fmt.Sprintf("root.q%04d", u%1000), Resources: resources.FromMap(map[string]int64{"cpu": 1000 + int64(u%7)*500, "memory": 4 << 30, "pods": 1})})
 	}
 	return bk
+}
+
+// BenchmarkRecords is what a checkpoint's write asks of the books
+// (Records: every account's record, at the scale of scaleBooks after two
+// days of hourly snapshots) while a charge and a release run beside it in
+// a loop, as the scheduler's Reserve and the pod handler do. Beside ns/op
+// it reports the longest a charge or release waited in an op
+// (max-wait-ns/op): Records holds the books' lock only while it copies
+// the numbers, not while it builds and sorts the records.
+//
+//	go test -run='^$' -bench=Records -benchmem ./pkg/accounting
+func BenchmarkRecords(b *testing.B) {
+	for _, users := range []bool{false, true} {
+		b.Run(fmt.Sprintf("users=%v", users), func(b *testing.B) {
+			c := testingclock.NewFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
+			bk := scaleBooks(c, users)
+			for range 48 {
+				c.Step(SnapshotEvery)
+				bk.Tick()
+			}
+			rq := &ugm.Request{User: "user-00001", Groups: []string{"group-00"}, Queue: "root.q0001",
+				Resources: resources.FromMap(map[string]int64{"cpu": 1000, "pods": 1})}
+			var worst time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var stop atomic.Bool
+				done := make(chan time.Duration)
+				go func() {
+					var longest time.Duration
+					for !stop.Load() {
+						t := time.Now()
+						bk.Charged(rq)
+						bk.Released(rq)
+						longest = max(longest, time.Since(t))
+					}
+					done <- longest
+				}()
+				if tail, _, _, _ := bk.Records(-1); len(tail) == 0 {
+					b.Fatal("no records")
+				}
+				stop.Store(true)
+				worst = max(worst, <-done)
+			}
+			b.ReportMetric(float64(worst.Nanoseconds()), "max-wait-ns/op")
+		})
+	}
 }

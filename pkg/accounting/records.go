@@ -75,42 +75,110 @@ const kindGrid = "grid"
 // (-1: all), in both parts, for a store that cannot hold them all. Nil
 // before the first checkpoint (or restore).
 func (b *Books) Records(keepDays int) (tail, days []Record, tailVersion, daysVersion uint64) {
+	c, tailVersion, daysVersion := b.copyRecords(keepDays)
+	if c == nil {
+		return nil, nil, tailVersion, daysVersion
+	}
+	tail, days = c.records()
+	return tail, days, tailVersion, daysVersion
+}
+
+// Versions are the versions Records would return now, without its work:
+// a store that has encoded the records of these versions has nothing new
+// to write (the shards are written every 30 s, a checkpoint is taken
+// every 5 minutes).
+func (b *Books) Versions() (tailVersion, daysVersion uint64) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.due(now)
+	return b.tailVersion, b.daysVersion
+}
+
+// copied is what Records takes of the books under their lock: each
+// account's numbers copied into one buffer. The records (maps by resource
+// name) are built and sorted from it after the lock is let go: built under
+// it, a checkpoint of 60,000 accounts kept every charge (the scheduler's
+// Reserve) waiting for tens of milliseconds (docs/throughput.md, open
+// work 7).
+type copied struct {
+	at   int64
+	grid []int64
+	vals []float64
+	accs []copiedAccount
+	days []copiedDay
+}
+
+// copiedAccount is one account's record: its values and rate at the
+// last checkpoint and its days, as [lo, hi) ranges of the copy's vals and
+// days.
+type copiedAccount struct {
+	key            Key
+	parts          int
+	ck, rate, days [2]int
+}
+
+// copiedDay is an account's values at one daily snapshot, vals[lo:hi].
+type copiedDay struct {
+	t      int64
+	lo, hi int
+}
+
+// copyRecords copies what Records returns under the books' lock (nil
+// before the first checkpoint or restore).
+func (b *Books) copyRecords(keepDays int) (*copied, uint64, uint64) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.due(now)
 	if b.lastCk == 0 {
-		return nil, nil, b.tailVersion, b.daysVersion
+		return nil, b.tailVersion, b.daysVersion
 	}
-	var grid []int64
+	c := &copied{at: b.lastCk}
 	for _, ts := range b.grid {
 		if ts < b.lastCk && (ts%int64(day/time.Second) == 0 || ts == b.start) {
-			grid = append(grid, ts)
+			c.grid = append(c.grid, ts)
 		}
 	}
-	if keepDays >= 0 && len(grid) > keepDays {
-		grid = grid[len(grid)-keepDays:]
+	if keepDays >= 0 && len(c.grid) > keepDays {
+		c.grid = c.grid[len(c.grid)-keepDays:]
 	}
-	tail = append(tail, Record{Kind: kindGrid, At: b.lastCk, Grid: grid})
+	// One allocation for the numbers: grown by append, the copy spent
+	// more time in growing and faulting in its buffer than in copying.
+	n := 0
+	size := func(a *account) {
+		if a.ck != nil {
+			n += len(a.ck) + len(a.rate) + len(c.grid)*a.stride
+		}
+	}
+	for _, a := range b.queues {
+		size(a)
+	}
+	for _, m := range b.members {
+		size(m)
+	}
+	c.vals = make([]float64, 0, n)
+	c.accs = make([]copiedAccount, 0, len(b.queues)+len(b.members))
 	add := func(a *account) {
 		if a.ck == nil {
 			return
 		}
-		tail = append(tail, Record{Kind: a.key.Kind.String(), Queue: a.key.Queue, Name: a.key.Name, At: b.lastCk,
-			Values: amounts(a.ck, a.parts), Rate: amounts(a.rate, a.parts)})
-		r := Record{Kind: a.key.Kind.String(), Queue: a.key.Queue, Name: a.key.Name}
+		ca := copiedAccount{key: a.key, parts: a.parts}
+		ca.ck = c.copy(a.ck)
+		ca.rate = c.copy(a.rate)
+		ca.days[0] = len(c.days)
 		var prev []float64
-		for _, ts := range grid {
+		for _, ts := range c.grid {
 			d := a.valueAt(ts)
 			if d == nil || prev != nil && sameValues(prev, d) {
 				continue
 			}
 			prev = d
-			r.Days = append(r.Days, Day{T: ts, V: amounts(d, a.parts)})
+			r := c.copy(d)
+			c.days = append(c.days, copiedDay{t: ts, lo: r[0], hi: r[1]})
 		}
-		if r.Days != nil {
-			days = append(days, r)
-		}
+		ca.days[1] = len(c.days)
+		c.accs = append(c.accs, ca)
 	}
 	for _, a := range b.queues {
 		add(a)
@@ -118,9 +186,37 @@ func (b *Books) Records(keepDays int) (tail, days []Record, tailVersion, daysVer
 	for _, m := range b.members {
 		add(m)
 	}
+	return c, b.tailVersion, b.daysVersion
+}
+
+// copy appends v to the copy's values and returns its range there.
+func (c *copied) copy(v []float64) [2]int {
+	lo := len(c.vals)
+	c.vals = append(c.vals, v...)
+	return [2]int{lo, len(c.vals)}
+}
+
+// records builds the records from the copy, sorted as Records returns
+// them.
+func (c *copied) records() (tail, days []Record) {
+	tail = make([]Record, 0, len(c.accs)+1)
+	tail = append(tail, Record{Kind: kindGrid, At: c.at, Grid: c.grid})
+	for _, ca := range c.accs {
+		kind := ca.key.Kind.String()
+		tail = append(tail, Record{Kind: kind, Queue: ca.key.Queue, Name: ca.key.Name, At: c.at,
+			Values: amounts(c.vals[ca.ck[0]:ca.ck[1]], ca.parts), Rate: amounts(c.vals[ca.rate[0]:ca.rate[1]], ca.parts)})
+		if ca.days[0] == ca.days[1] {
+			continue
+		}
+		r := Record{Kind: kind, Queue: ca.key.Queue, Name: ca.key.Name}
+		for _, d := range c.days[ca.days[0]:ca.days[1]] {
+			r.Days = append(r.Days, Day{T: d.t, V: amounts(c.vals[d.lo:d.hi], ca.parts)})
+		}
+		days = append(days, r)
+	}
 	sortRecords(tail[1:])
 	sortRecords(days)
-	return tail, days, b.tailVersion, b.daysVersion
+	return tail, days
 }
 
 func sortRecords(recs []Record) {

@@ -214,3 +214,50 @@ func TestAccountingStore(t *testing.T) {
 	}
 	t.Logf("in 3 shards of at most 16 KiB the books keep the days from %s", r.From)
 }
+
+// TestBooksStateUnchanged: the shards are written every 30 s, a checkpoint
+// taken every 5 minutes; between two checkpoints the write returns what
+// it encoded without asking the books for every account's record again
+// (each Records call holds the books' lock, which every charge takes, and
+// allocates per account), and after one it encodes the new records.
+func TestBooksStateUnchanged(t *testing.T) {
+	start := time.Date(2026, 11, 2, 9, 1, 0, 0, time.UTC)
+	c := testingclock.NewFakeClock(start)
+	b := accounting.New(c, accounting.Options{Users: true})
+	for u := range 200 {
+		b.Charged(&ugm.Request{User: fmt.Sprintf("user-%03d", u), Groups: []string{"dev"}, Queue: fmt.Sprintf("root.q%d", u%10),
+			Resources: resources.FromMap(map[string]int64{"cpu": 1000, "pods": 1})})
+	}
+	c.Step(accounting.CheckpointEvery)
+	b.Tick()
+	st := &booksState{books: b, max: 64, target: 8 << 10, limit: 16 << 10}
+	first, err := st.shards()
+	if err != nil || len(first) == 0 {
+		t.Fatalf("shards %d, %v", len(first), err)
+	}
+	c.Step(30 * time.Second)
+	var again [][]byte
+	if allocs := testing.AllocsPerRun(5, func() { again, err = st.shards() }); allocs > 10 {
+		t.Errorf("between checkpoints a write allocates %.0f times, want the shards encoded before (a few)", allocs)
+	}
+	if err != nil || strings.Join(bytesToStrings(again), "") != strings.Join(bytesToStrings(first), "") {
+		t.Fatalf("between checkpoints: shards changed (%v)", err)
+	}
+	c.Step(accounting.CheckpointEvery)
+	b.Tick()
+	next, err := st.shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(bytesToStrings(next), "") == strings.Join(bytesToStrings(first), "") {
+		t.Error("after a checkpoint the shards did not change")
+	}
+}
+
+func bytesToStrings(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
