@@ -69,13 +69,7 @@ func BenchmarkSnapshot(b *testing.B) { benchTick(b, true) }
 func benchTick(b *testing.B, snapshot bool) {
 	for _, users := range []bool{false, true} {
 		b.Run(fmt.Sprintf("users=%v", users), func(b *testing.B) {
-			c := testingclock.NewFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
-			bk := scaleBooks(c, users)
-			// Two days of hourly snapshots: every account has its points.
-			for range 48 {
-				c.Step(SnapshotEvery)
-				bk.Tick()
-			}
+			c, bk := twoDayBooks(users)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -99,6 +93,18 @@ func benchTick(b *testing.B, snapshot bool) {
 			}
 		})
 	}
+}
+
+// twoDayBooks are scaleBooks after two days of hourly snapshots: every
+// account has its points.
+func twoDayBooks(users bool) (*testingclock.FakeClock, *Books) {
+	c := testingclock.NewFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
+	bk := scaleBooks(c, users)
+	for range 48 {
+		c.Step(SnapshotEvery)
+		bk.Tick()
+	}
+	return c, bk
 }
 
 // scaleBooks are books at 1,000 leaf queues and 10,000 users (groups of
@@ -130,12 +136,7 @@ func scaleBooks(c *testingclock.FakeClock, users bool) *Books {
 func BenchmarkRecords(b *testing.B) {
 	for _, users := range []bool{false, true} {
 		b.Run(fmt.Sprintf("users=%v", users), func(b *testing.B) {
-			c := testingclock.NewFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
-			bk := scaleBooks(c, users)
-			for range 48 {
-				c.Step(SnapshotEvery)
-				bk.Tick()
-			}
+			_, bk := twoDayBooks(users)
 			rq := &ugm.Request{User: "user-00001", Groups: []string{"group-00"}, Queue: "root.q0001",
 				Resources: resources.FromMap(map[string]int64{"cpu": 1000, "pods": 1})}
 			var worst time.Duration
