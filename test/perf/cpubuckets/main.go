@@ -3,7 +3,7 @@
 // prints each per pod bound in the profile's span, so that cases of one
 // run compare per pod rather than per second:
 //
-//	go run ./test/perf/cpubuckets -report=_output/bench-scale/throughput.json -scheduler=bin/userquota-scheduler
+//	go run ./test/perf/cpubuckets -report=_output/bench-scale/throughput.json -pprof=20s
 //
 // Each sample's stack goes to the first bucket one of its frames matches
 // (GC first: a GC assist is GC whoever allocated). The pods bound in the
@@ -13,20 +13,19 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // bucket is a kind of work, told by a frame of its stacks.
@@ -57,16 +56,15 @@ type run struct {
 
 func main() {
 	report := flag.String("report", "", "throughput.json or backlog.json of a run with -pprof")
-	scheduler := flag.String("scheduler", "bin/userquota-scheduler", "the scheduler binary the profiles were taken of")
 	span := flag.Duration("pprof", 60*time.Second, "the -pprof the report was run with (the profile's length)")
 	flag.Parse()
-	if err := buckets2md(os.Stdout, *report, *scheduler, *span); err != nil {
+	if err := buckets2md(os.Stdout, *report, *span); err != nil {
 		fmt.Fprintln(os.Stderr, "cpubuckets:", err)
 		os.Exit(1)
 	}
 }
 
-func buckets2md(w *os.File, report, scheduler string, span time.Duration) error {
+func buckets2md(w io.Writer, report string, span time.Duration) error {
 	if report == "" {
 		return fmt.Errorf("-report: want the report's JSON")
 	}
@@ -90,7 +88,7 @@ func buckets2md(w *os.File, report, scheduler string, span time.Duration) error 
 	fmt.Fprintf(w, "| run | case | pods | %s |\n|---|---|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
 	for _, rn := range r.Runs {
 		profile := filepath.Join(filepath.Dir(report), "pprof", fmt.Sprintf("run%d-%s.pb.gz", rn.Run, rn.Case))
-		secs, err := split(scheduler, profile)
+		secs, err := split(profile)
 		if err != nil {
 			return err
 		}
@@ -139,59 +137,52 @@ func bucketNames() []string {
 	return n
 }
 
-// split reads a CPU profile's stacks (go tool pprof -traces) and returns
-// the seconds of each bucket, other and total.
-func split(scheduler, profile string) (map[string]float64, error) {
-	out, err := exec.Command("go", "tool", "pprof", "-traces", scheduler, profile).Output()
+// split reads a CPU profile (symbolized, as Go's /debug/pprof/profile
+// writes it) and returns the seconds of each bucket, other and total.
+func split(path string) (map[string]float64, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("go tool pprof -traces %s: %v", profile, err)
+		return nil, err
 	}
-	secs, err := parseTraces(bytes.NewReader(out))
+	defer f.Close()
+	p, err := profile.Parse(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", profile, err)
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	secs, err := bucketSeconds(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return secs, nil
 }
 
-// parseTraces reads go tool pprof -traces output: a header, then stacks
-// between separator lines, each starting with its value and its leaf.
-func parseTraces(r io.Reader) (map[string]float64, error) {
+// bucketSeconds sums the CPU time of p's samples by bucket, other and
+// total.
+func bucketSeconds(p *profile.Profile) (map[string]float64, error) {
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, fmt.Errorf("not a CPU profile: no cpu/nanoseconds sample type")
+	}
 	secs := map[string]float64{}
-	var value float64
-	var frames []string
-	flush := func() {
-		if value > 0 {
-			secs[classify(frames)] += value
-			secs["total"] += value
-		}
-		value, frames = 0, nil
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	started := false // past the header (File:, Type:, Duration: ...)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "-----------+") {
-			flush()
-			started = true
-			continue
-		}
-		f := strings.Fields(line)
-		if !started || len(f) == 0 {
-			continue
-		}
-		if len(frames) == 0 && value == 0 {
-			// A stack's first line: its value, then its leaf.
-			v, ok := parseValue(f[0])
-			if !ok || len(f) < 2 {
-				return nil, fmt.Errorf("a stack starts with %q", line)
+	for _, s := range p.Sample {
+		var frames []string
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if line.Function != nil {
+					frames = append(frames, line.Function.Name)
+				}
 			}
-			value, f = v, f[1:]
 		}
-		frames = append(frames, f[0])
+		v := float64(s.Value[idx]) / 1e9
+		secs[classify(frames)] += v
+		secs["total"] += v
 	}
-	flush()
-	return secs, sc.Err()
+	return secs, nil
 }
 
 func classify(frames []string) string {
@@ -203,15 +194,6 @@ func classify(frames []string) string {
 		}
 	}
 	return other
-}
-
-// parseValue reads a sample value as pprof prints it (10ms, 1.2s, 500us).
-func parseValue(s string) (float64, bool) {
-	d, err := time.ParseDuration(strings.Replace(s, "µs", "us", 1))
-	if err != nil || d <= 0 {
-		return 0, false
-	}
-	return d.Seconds(), true
 }
 
 func median(v []float64) float64 {
