@@ -118,10 +118,11 @@ type copiedAccount struct {
 	ck, rate, days [2]int
 }
 
-// copiedDay is an account's values at one daily snapshot, vals[lo:hi].
+// copiedDay is an account's values at one daily snapshot, a [lo, hi)
+// range of the copy's vals.
 type copiedDay struct {
-	t      int64
-	lo, hi int
+	t    int64
+	vals [2]int
 }
 
 // copyRecords copies what Records returns under the books' lock (nil
@@ -174,8 +175,7 @@ func (b *Books) copyRecords(keepDays int) (*copied, uint64, uint64) {
 				continue
 			}
 			prev = d
-			r := c.copy(d)
-			c.days = append(c.days, copiedDay{t: ts, lo: r[0], hi: r[1]})
+			c.days = append(c.days, copiedDay{t: ts, vals: c.copy(d)})
 		}
 		ca.days[1] = len(c.days)
 		c.accs = append(c.accs, ca)
@@ -196,6 +196,9 @@ func (c *copied) copy(v []float64) [2]int {
 	return [2]int{lo, len(c.vals)}
 }
 
+// values are the numbers of a range copy returned.
+func (c *copied) values(r [2]int) []float64 { return c.vals[r[0]:r[1]] }
+
 // records builds the records from the copy, sorted as Records returns
 // them.
 func (c *copied) records() (tail, days []Record) {
@@ -204,13 +207,13 @@ func (c *copied) records() (tail, days []Record) {
 	for _, ca := range c.accs {
 		kind := ca.key.Kind.String()
 		tail = append(tail, Record{Kind: kind, Queue: ca.key.Queue, Name: ca.key.Name, At: c.at,
-			Values: amounts(c.vals[ca.ck[0]:ca.ck[1]], ca.parts), Rate: amounts(c.vals[ca.rate[0]:ca.rate[1]], ca.parts)})
+			Values: amounts(c.values(ca.ck), ca.parts), Rate: amounts(c.values(ca.rate), ca.parts)})
 		if ca.days[0] == ca.days[1] {
 			continue
 		}
 		r := Record{Kind: kind, Queue: ca.key.Queue, Name: ca.key.Name}
 		for _, d := range c.days[ca.days[0]:ca.days[1]] {
-			r.Days = append(r.Days, Day{T: d.t, V: amounts(c.vals[d.lo:d.hi], ca.parts)})
+			r.Days = append(r.Days, Day{T: d.t, V: amounts(c.values(d.vals), ca.parts)})
 		}
 		days = append(days, r)
 	}

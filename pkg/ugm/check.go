@@ -280,8 +280,9 @@ func (w *walk) admitQueue(q *queue) *Refusal {
 func over(max resources.Limit, maxApps uint64, usage, held, own, req resources.Vector, apps int, newApp bool) bool {
 	var o bool
 	if held == nil {
-		// Nothing held (the common case): Exceeds, inlined here, not
-		// ExceedsWith's call (BenchmarkCheckHandle: 136 -> 122 ns).
+		// Nothing held (the common case): Exceeds, which inlines here;
+		// ExceedsWith does the same but is too large to inline, and its
+		// call cost a tenth of a check in cache (docs/performance.md).
 		_, o = max.Exceeds(usage, req)
 	} else {
 		_, o = max.ExceedsWith(usage, held, own, req)

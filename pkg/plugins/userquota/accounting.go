@@ -116,7 +116,7 @@ func (s *booksState) shards() ([][]byte, error) {
 	defer s.mu.Unlock()
 	if s.tail != nil {
 		if tv, dv := s.books.Versions(); tv == s.tailVersion && dv == s.daysVersion {
-			return append(append([][]byte(nil), s.days...), s.tail...), nil
+			return s.encoded(), nil
 		}
 	}
 	for keep := -1; ; {
@@ -139,7 +139,7 @@ func (s *booksState) shards() ([][]byte, error) {
 		}
 		s.keep, s.tailVersion, s.daysVersion = keep, tv, dv
 		if len(s.days)+len(s.tail) <= s.max || keep == 0 {
-			return append(append([][]byte(nil), s.days...), s.tail...), nil
+			return s.encoded(), nil
 		}
 		// One daily snapshot fewer than are in these records.
 		n := 0
@@ -150,6 +150,11 @@ func (s *booksState) shards() ([][]byte, error) {
 		}
 		keep = max(0, n-1)
 	}
+}
+
+// encoded is the shards encoded last: the days' first, then the tail's.
+func (s *booksState) encoded() [][]byte {
+	return append(append([][]byte(nil), s.days...), s.tail...)
 }
 
 func (s *booksState) restore(data [][]byte) (records, bad int) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -240,7 +241,7 @@ func TestBooksStateUnchanged(t *testing.T) {
 	if allocs := testing.AllocsPerRun(5, func() { again, err = st.shards() }); allocs > 10 {
 		t.Errorf("between checkpoints a write allocates %.0f times, want the shards encoded before (a few)", allocs)
 	}
-	if err != nil || strings.Join(bytesToStrings(again), "") != strings.Join(bytesToStrings(first), "") {
+	if err != nil || !reflect.DeepEqual(again, first) {
 		t.Fatalf("between checkpoints: shards changed (%v)", err)
 	}
 	c.Step(accounting.CheckpointEvery)
@@ -249,15 +250,7 @@ func TestBooksStateUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(bytesToStrings(next), "") == strings.Join(bytesToStrings(first), "") {
+	if reflect.DeepEqual(next, first) {
 		t.Error("after a checkpoint the shards did not change")
 	}
-}
-
-func bytesToStrings(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
-	}
-	return out
 }
