@@ -195,7 +195,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err := pl.elastic.watchCapacity(h.SharedInformerFactory(), pl.podsSynced); err != nil {
 		return nil, err
 	}
-	pl.audit = &auditor{accounts: pl, pods: pl.pods, synced: pl.podsSynced}
+	pl.audit = &auditor{accounts: pl, pods: pl.pods, synced: pl.podsSynced, clock: c}
 	go pl.elastic.run(ctx)
 	go pl.audit.run(ctx)
 	go pl.status.run(ctx)
