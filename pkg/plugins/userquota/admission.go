@@ -86,13 +86,15 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, req, err, frees)
 		}
 	}
-	// Placement and check against one config, even during a reload.
-	d := pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
+	// Placement and check against one config, even during a reload; the
+	// placement PreEnqueue made when it still holds (placed.go).
+	place := pl.placedFor(pod)
+	d := pl.ugm.Decide(string(pod.UID), place, true)
 	if d.Err != nil && d.Placed && pl.held.freed() != frees {
 		// Room was freed while deciding: decide again, once, rather than
 		// refuse and wait for the let-in.
 		frees = pl.held.freed()
-		d = pl.ugm.Decide(string(pod.UID), pl.placer(pod), true)
+		d = pl.ugm.Decide(string(pod.UID), place, true)
 	}
 	if d.Err != nil && !d.Placed {
 		return nil, pl.refuse(fwk.UnschedulableAndUnresolvable, logger, pod, nil, d.Err, frees)

@@ -34,10 +34,15 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 	if pl.ugm.Admitted(key) {
 		return nil, nil
 	}
-	place := pl.placer(pod)
+	// What PreEnqueue places is kept for the pod's PreFilter (placed.go).
+	var prep *preparedPod
+	var place ugm.Placer
 	if placed != nil {
 		req := *placed
 		place = func(*ugm.InForce, ugm.Queues) (ugm.Request, error) { return req, nil }
+	} else {
+		prep = &preparedPod{}
+		place = pl.placing(pod, prep)
 	}
 	d := pl.ugm.Decide(key, place, true)
 	if pl.enforcesGang(pod) {
@@ -66,6 +71,9 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 	if err := pl.ugm.Admit(key, &d.Request); err != nil {
 		// Another pod took the room since the decision.
 		return &d.Request, err
+	}
+	if prep != nil && prep.ok {
+		pl.placed.put(pod, prep)
 	}
 	pl.dropIfRunning(pod)
 	return nil, nil
@@ -322,6 +330,7 @@ func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
 // held pods that room may admit: a dropped admission frees room as a
 // release does. Not under the scheduling queue's lock (PreEnqueue).
 func (pl *Plugin) dropRoom(logger klog.Logger, uid types.UID) {
+	pl.placed.forget(uid)
 	if req, ok := pl.ugm.Unadmit(string(uid)); ok {
 		pl.onRelease(logger, req)
 	}

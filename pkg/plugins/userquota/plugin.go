@@ -29,7 +29,8 @@
 //	holds.mu -> fairshare.History.mu (the book's order)
 //
 // holds.mu, gangBook.mu, statusWriter.mu, reclaimBook.mu, preemptRun.mu,
-// capacity.mu and pendingPods.mu are taken alone otherwise: never while calling the
+// capacity.mu and pendingPods.mu are taken alone otherwise (placedPods.mu
+// always): never while calling the
 // ledger, ugm or the framework (PreEnqueue runs under the scheduling
 // queue's lock, which Activate takes: no lock of ours is held across
 // either). ugm.Decide runs placement under ugm's read lock; placement
@@ -90,7 +91,8 @@ type Plugin struct {
 	// pods is the scheduler's pod lister (the informer's store).
 	pods    corelisters.PodLister
 	held    *holds
-	waits   *waits // completions and estimates of when held pods are let in (waits.go)
+	placed  *placedPods // requests PreEnqueue placed, for PreFilter (placed.go)
+	waits   *waits      // completions and estimates of when held pods are let in (waits.go)
 	gangs   *gangBook
 	finder  gangFinder // the gang rebuild, then pods found running (gangrebuild.go)
 	objects gangObjects
@@ -143,6 +145,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		ugm:     m,
 		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
 		held:    newHolds(c, h.Activate, args.Starvation()),
+		placed:  newPlacedPods(),
 		gangs:   newGangBook(c),
 		elastic: newElasticQuotas(m, c),
 		reclaim: newReclaimBook(c, h.Activate),

@@ -120,6 +120,7 @@ func (pl *Plugin) onPodPrepared(logger klog.Logger, obj interface{}, pre *prepar
 	// Bound: whatever was held for it is its charge now; a status that
 	// said it was held says it was admitted.
 	pl.held.forget(pod.UID)
+	pl.placed.forget(pod.UID)
 	pl.status.admitted(pod)
 	pl.reclaim.forget(pod.UID)
 	if pl.finished(pod) {
