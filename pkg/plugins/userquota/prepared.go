@@ -8,11 +8,13 @@ import (
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-// preparedPod is a bound pod's request read ahead of its charge by the
-// initial list's pass (readAhead), off the goroutine that charges. It is
-// used only when reading it again would give the same: the partition in
-// force is the one it was placed against, and placement looked at no
-// queue outside the config (the pass's charges create those).
+// preparedPod is a pod's request read once for a later use: a bound
+// pod's, read ahead of its charge by the initial list's pass (readAhead),
+// off the goroutine that charges; or an admitted pod's, placed by
+// PreEnqueue for its PreFilter (placed.go). It is used only when reading
+// it again would give the same: the partition in force is the one it was
+// placed against, and placement looked at no queue outside the config
+// (charges and commits create those).
 type preparedPod struct {
 	req ugm.Request
 	// ok: req was read; the pod is ours, bound, running and admissible
