@@ -141,3 +141,13 @@ func TestPreFilterPlacesAgain(t *testing.T) {
 		})
 	}
 }
+
+// len is how many pods have a placement kept.
+func (s *placedPods) len() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byUID)
+}

@@ -50,10 +50,17 @@ func (pl *Plugin) preparePod(obj interface{}, p *preparedPod) {
 	if !ok || !pl.ours(pod) || pod.Spec.NodeName == "" || pl.finished(pod) {
 		return
 	}
-	p.cfg = pl.partition()
-	p.queues.Queues = pl.queues()
-	req, err := pl.podRequest(pod, p.cfg, &p.queues)
+	pl.prepare(pod, p, pl.partition(), pl.queues())
+}
+
+// prepare reads pod's request into p against cfg and queues, recording
+// what request needs to tell whether it still holds.
+func (pl *Plugin) prepare(pod *v1.Pod, p *preparedPod, cfg *queueconfig.Partition, queues placement.Queues) (ugm.Request, error) {
+	p.cfg = cfg
+	p.queues.Queues = queues
+	req, err := pl.podRequest(pod, cfg, &p.queues)
 	p.req, p.ok = req, err == nil
+	return req, err
 }
 
 // request is the prepared request when it is still what podRequest would
