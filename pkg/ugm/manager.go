@@ -72,6 +72,8 @@ type app struct {
 	userLeaf, groupLeaf *node
 	// ended is set when it stops running: a Handle to it is stale.
 	ended bool
+	// inline backs usage for the common resources, as in a node.
+	inline [4]int64
 }
 
 // Manager is the User Group Manager of one partition. The zero value is not
@@ -333,6 +335,7 @@ func (m *Manager) DecreaseWith(req *Request, h *Handle) error {
 	a.usage.SubClamped(req.Resources)
 	if ended {
 		a.ended = true
+		a.userLeaf.ends++
 		delete(m.apps, a.key)
 		m.appEnded(a.key)
 		m.dropEmpty(a.user, a.leaf)
@@ -493,6 +496,7 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced
 	}
 	if newApp {
 		a = &app{key: req.App, user: u, group: g, leaf: leaf}
+		a.usage = a.inline[:0]
 		m.apps[req.App] = a
 		m.appStarted(req.App)
 	}
@@ -504,14 +508,15 @@ func (m *Manager) commit(req *Request, leaf *queue, a *app, group string, forced
 		req.Trees, _ = m.forest.charge(m.chargeRefs(req, forced), req.Resources, req.NonPreemptible, 1)
 	}
 	if newApp {
+		// A new application's leaf is its tracker's likeliest next one
+		// (tracker.last); a running one's commit leaves the tracker
+		// alone, which saves a memory access per charge.
 		a.userLeaf = u.path(leaf)
+		u.last = a.userLeaf
 		if g != nil {
 			a.groupLeaf = g.path(leaf)
+			g.last = a.groupLeaf
 		}
-	}
-	u.last = a.userLeaf
-	if g != nil {
-		g.last = a.groupLeaf
 	}
 	for _, n := range [2]*node{a.userLeaf, a.groupLeaf} {
 		for ; n != nil; n = n.parent {

@@ -24,9 +24,9 @@ type tracker struct {
 	kind  kind
 	name  string
 	nodes map[*queue]*node
-	// last is the leaf node of the most recent commit: most users run in
-	// one queue, so the check path usually finds its leaf without a map
-	// lookup. Written only under the Manager's write lock.
+	// last is the leaf node of the most recent new application: most
+	// users run in one queue, so the check path usually finds its leaf
+	// without a map lookup. Written only under the Manager's write lock.
 	last *node
 }
 
@@ -39,6 +39,9 @@ type node struct {
 	limit *limitEntry
 	usage resources.Vector
 	apps  int
+	// ends counts the applications that ended with this node as their
+	// user leaf (Handle.valid).
+	ends uint32
 	// inline backs usage for the common resources (cpu, memory, pods,
 	// ephemeral-storage) so a node is one allocation and one cache region.
 	inline [4]int64
