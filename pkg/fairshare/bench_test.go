@@ -2,7 +2,10 @@ package fairshare
 
 import (
 	"fmt"
+	"math/rand"
 	"testing"
+
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -16,6 +19,40 @@ import (
 //
 //	go test -run='^$' -bench=ChargeRelease -benchmem ./pkg/fairshare
 func BenchmarkChargeRelease(b *testing.B) {
+	h, c, rqs := newBenchHistory(b, 10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rq := rqs[i%len(rqs)]
+		c.Step(1)
+		h.Charged(rq)
+		h.Released(rq)
+	}
+}
+
+// BenchmarkChargeReleaseRandom is BenchmarkChargeRelease among 100,000
+// users picked at random, so that each charge finds its histories out of
+// cache, as a scheduler's charges do between scheduling cycles.
+func BenchmarkChargeReleaseRandom(b *testing.B) {
+	h, c, rqs := newBenchHistory(b, 100000)
+	rng := rand.New(rand.NewSource(1))
+	order := make([]int32, 1<<16)
+	for i := range order {
+		order[i] = int32(rng.Intn(len(rqs)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rq := rqs[order[i&(len(order)-1)]]
+		c.Step(1)
+		h.Charged(rq)
+		h.Released(rq)
+	}
+}
+
+// newBenchHistory is a history of users users, each running one pod in
+// a fair queue three deep, and a second request per user to charge.
+func newBenchHistory(b *testing.B, users int) (*History, *testingclock.FakeClock, []*ugm.Request) {
 	h, c := newHistory(b, queueconfigtest.Root(`
 submitacl: "*"
 queues:
@@ -27,22 +64,11 @@ queues:
     queues:
     - name: leaf
 `))
-	const users = 10000
-	pods := make([]struct{ user string }, users)
-	for i := range pods {
-		pods[i].user = fmt.Sprintf("user-%05d", i)
-		h.Charged(req(pods[i].user, "root.org.team.leaf", "1", "dev"))
-	}
 	rqs := make([]*ugm.Request, users)
 	for i := range rqs {
-		rqs[i] = req(pods[i].user, "root.org.team.leaf", "1", "dev")
+		user := fmt.Sprintf("user-%06d", i)
+		h.Charged(req(user, "root.org.team.leaf", "1", "dev"))
+		rqs[i] = req(user, "root.org.team.leaf", "1", "dev")
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		rq := rqs[i%users]
-		c.Step(1)
-		h.Charged(rq)
-		h.Released(rq)
-	}
+	return h, c, rqs
 }

@@ -108,7 +108,7 @@ func (h *History) shareAt(k Key, t time.Time) float64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.refresh()
-	e := h.entries[k]
+	e := h.entries.get(k)
 	f := h.queueFairness(k.Queue)
 	if e == nil || !f.On() {
 		return 0

@@ -70,7 +70,7 @@ type History struct {
 	chains map[string][]level
 	// entries are the histories; changed the keys of fair queues whose
 	// key changed since the last Changes.
-	entries map[Key]*entry
+	entries entries
 	changed map[Key]struct{}
 }
 
@@ -106,7 +106,7 @@ type entry struct {
 // from config.
 func New(c clock.PassiveClock, config func() *queueconfig.Partition) *History {
 	return &History{clock: c, config: config, queues: map[string]*queueconfig.Fairness{},
-		leaves: map[string]leafFairness{}, chains: map[string][]level{}, entries: map[Key]*entry{}, changed: map[Key]struct{}{}}
+		leaves: map[string]leafFairness{}, chains: map[string][]level{}, entries: newEntries(), changed: map[Key]struct{}{}}
 }
 
 // Charged records a charge of req (ledger.Observer).
@@ -121,12 +121,10 @@ func (h *History) apply(req *ugm.Request, sign int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.refresh()
-	group := primaryGroup(req)
-	for _, l := range h.chain(req.Queue) {
-		h.step(Key{Queue: l.path, Name: req.User}, l.f, now, req.Resources, sign)
-		if group != "" {
-			h.step(Key{Queue: l.path, Group: true, Name: group}, l.f, now, req.Resources, sign)
-		}
+	chain := h.chain(req.Queue)
+	h.step(false, req.User, chain, now, req.Resources, sign)
+	if group := primaryGroup(req); group != "" {
+		h.step(true, group, chain, now, req.Resources, sign)
 	}
 }
 
@@ -158,30 +156,39 @@ func primaryGroup(req *ugm.Request) string {
 	return req.Groups[0]
 }
 
-// step brings k's entry up to now and charges (sign 1) or releases (-1)
-// res.
-func (h *History) step(k Key, f *queueconfig.Fairness, now time.Time, res resources.Vector, sign int) {
-	e := h.entries[k]
-	if e == nil {
-		if sign < 0 {
-			return
-		}
-		e = &entry{at: now}
-		h.entries[k] = e
-	}
-	e.advance(halfLife(f), now)
+// step brings the entries of the user (or group) name in the queues of
+// chain up to now and charges (sign 1) or releases (-1) res.
+func (h *History) step(group bool, name string, chain []level, now time.Time, res resources.Vector, sign int) {
+	var n *named
 	if sign > 0 {
-		e.usage.AddUnchecked(res)
-	} else {
-		e.usage.SubClamped(res)
+		n = h.entries.ofNew(group, name, len(chain))
+	} else if n = h.entries.of(group, name); n == nil {
+		return
 	}
-	e.keyGen = 0
-	if f.On() {
-		h.changed[k] = struct{}{}
+	for _, l := range chain {
+		i := n.find(l.path)
+		if i < 0 {
+			if sign < 0 {
+				continue
+			}
+			i = h.entries.add(n, l.path, now)
+		}
+		e := &n.queues[i].e
+		e.advance(halfLife(l.f), now)
+		if sign > 0 {
+			e.usage.AddUnchecked(res)
+		} else {
+			e.usage.SubClamped(res)
+		}
+		e.keyGen = 0
+		if l.f.On() {
+			h.changed[Key{Queue: l.path, Group: group, Name: name}] = struct{}{}
+		}
+		if e.usage.IsZero() && e.hist == nil {
+			h.entries.removeAt(n, i)
+		}
 	}
-	if e.usage.IsZero() && e.hist == nil {
-		delete(h.entries, k)
-	}
+	h.entries.forget(group, name, n)
 }
 
 func halfLife(f *queueconfig.Fairness) time.Duration {
@@ -225,7 +232,7 @@ func (e *entry) advance(hl time.Duration, now time.Time) {
 
 // keyOf is k's ordering key under f (0 without history).
 func (h *History) keyOf(k Key, f *queueconfig.Fairness) float64 {
-	e := h.entries[k]
+	e := h.entries.get(k)
 	if e == nil {
 		return 0
 	}
@@ -350,7 +357,7 @@ func (h *History) Key(k Key) float64 {
 func (h *History) Usage(k Key) (usage map[string]int64, decayed map[string]float64, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e := h.entries[k]
+	e := h.entries.get(k)
 	if e == nil {
 		return nil, nil, time.Time{}
 	}
@@ -361,7 +368,7 @@ func (h *History) Usage(k Key) (usage map[string]int64, decayed map[string]float
 func (h *History) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.entries)
+	return h.entries.n
 }
 
 // forgetBelow is the decayed share below which a history with no usage
@@ -379,14 +386,13 @@ func (h *History) Records() []Record {
 	defer h.mu.Unlock()
 	h.refresh()
 	var out []Record
-	for k, e := range h.entries {
+	h.entries.each(func(k Key, e *entry) bool {
 		if e.hist == nil {
-			continue
+			return false
 		}
 		f := h.queueFairness(k.Queue)
 		if e.usage.IsZero() && e.span == nil && forgettable(e, f, now) {
-			delete(h.entries, k)
-			continue
+			return true
 		}
 		u := e.usage
 		if e.span != nil {
@@ -394,7 +400,8 @@ func (h *History) Records() []Record {
 		}
 		out = append(out, Record{Queue: k.Queue, Group: k.Group, Name: k.Name, At: e.at.UnixMilli(),
 			Usage: nonZero(u.Map()), Decayed: histMap(e.hist)})
-	}
+		return false
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].key().less(out[j].key()) })
 	return out
 }
@@ -432,11 +439,7 @@ func (h *History) Restore(recs []Record) {
 			continue
 		}
 		newest[k] = r.At
-		e := h.entries[k]
-		if e == nil {
-			e = &entry{}
-			h.entries[k] = e
-		}
+		e := h.entries.getNew(k)
 		e.at = time.UnixMilli(r.At)
 		e.span = resources.FromMap(r.Usage)
 		if e.span == nil {
@@ -466,17 +469,15 @@ func (h *History) Settle() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.refresh()
-	for k, e := range h.entries {
+	h.entries.each(func(k Key, e *entry) bool {
 		if e.span == nil {
-			continue
+			return false
 		}
 		e.advance(halfLife(h.queueFairness(k.Queue)), now)
 		e.keyGen = 0
 		h.changed[k] = struct{}{}
-		if e.usage.IsZero() && e.hist == nil {
-			delete(h.entries, k)
-		}
-	}
+		return e.usage.IsZero() && e.hist == nil
+	})
 }
 
 func histMap(hist []float64) map[string]float64 {
