@@ -263,18 +263,22 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
 	// The requests are read ahead of the booking, on another goroutine:
 	// booking changes nothing placement reads.
 	readAhead(waiting, func(pod *v1.Pod, r *waitingRequest) {
-		if req, err := pl.podRequest(pod, cfg, queues); err == nil {
-			r.req, r.ok = req, true
+		p := &preparedPod{}
+		if _, err := pl.prepare(pod, p, cfg, queues); err == nil {
+			r.p = p
 		}
 	}, func(pod *v1.Pod, r *waitingRequest) {
 		p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Reason: hold.StartingError{},
 			Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
-		if r.ok {
+		if r.p != nil {
 			// Placed now, so that the let-in orders it by its queue's
 			// application order; one that cannot be placed is decided
-			// (and held, saying why) by the let-in.
-			req := r.req
+			// (and held, saying why) by the let-in. The placement is
+			// kept for its PreFilter too (placed.go), as PreEnqueue's is:
+			// the let-in below admits it with this request.
+			req := r.p.req
 			p.Request = &req
+			pl.placed.put(pod, r.p)
 		}
 		pl.held.hold(p, false)
 	})
@@ -282,11 +286,11 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
 	pl.letIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
 }
 
-// waitingRequest is a waiting pod's request, read ahead of its booking;
-// ok: it could be placed.
+// waitingRequest is a waiting pod's placement, read ahead of its
+// booking; nil: it could not be placed. Its own allocation: the
+// read-ahead's batches are reused, and placedPods keeps it.
 type waitingRequest struct {
-	req ugm.Request
-	ok  bool
+	p *preparedPod
 }
 
 // dropGone forgets the pods among pods that went away or were bound:

@@ -13,7 +13,8 @@ import (
 // admitted next again rather than the book growing.
 const maxPlacedPods = 100_000
 
-// placedPods keeps the request PreEnqueue placed for a pod it admitted,
+// placedPods keeps the request PreEnqueue placed for a pod it admitted
+// (and the start-up let-in for the pods that waited, letInWaiting),
 // so that the PreFilter that follows need not read the pod's resources
 // and run placement again (6 µs a pod of PreFilter's 19-21 in
 // `BenchmarkPodPath/.../cold`, docs/throughput.md). A request is used only for the same pod

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/userquota/userquota/pkg/podmeta"
 )
@@ -150,4 +151,25 @@ func (s *placedPods) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.byUID)
+}
+
+// TestStartUpPlacementKept: the start-up let-in (letInWaiting) keeps each
+// pod's placement for its PreFilter, as PreEnqueue does: the pods waiting
+// at start-up are most of a restart's backlog.
+func TestStartUpPlacementKept(t *testing.T) {
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	pod := userPod("sue-1", "sue", "", "sandbox", "1")
+	e.pending(pod)
+	cur, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pl.letInWaiting(klog.FromContext(e.ctx), map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: cur})
+	if !e.pl.ugm.Admitted(string(pod.UID)) {
+		t.Fatal("the start-up let-in did not admit the pod")
+	}
+	req, ok := e.pl.placed.take(cur).request(e.pl.partition())
+	if !ok || req.Queue != "root.sandbox" {
+		t.Fatalf("PreFilter would reuse the start-up placement: %v (queue %q), want it in root.sandbox", ok, req.Queue)
+	}
 }
