@@ -33,7 +33,7 @@ type Handle struct {
 	// ends is user.ends when h last found a running: while they are
 	// equal a has not ended, and valid does not read a (one memory
 	// access fewer on the check path, BenchmarkCheckHandle).
-	ends uint32
+	ends uint64
 	// The request it was resolved for.
 	userName string
 	queue    string

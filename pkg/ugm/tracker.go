@@ -41,7 +41,7 @@ type node struct {
 	apps  int
 	// ends counts the applications that ended with this node as their
 	// user leaf (Handle.valid).
-	ends uint32
+	ends uint64
 	// inline backs usage for the common resources (cpu, memory, pods,
 	// ephemeral-storage) so a node is one allocation and one cache region.
 	inline [4]int64
