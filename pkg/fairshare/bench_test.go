@@ -72,3 +72,30 @@ queues:
 	}
 	return h, c, rqs
 }
+
+// BenchmarkChargeReleaseScale is BenchmarkChargeReleaseRandom at the
+// scale run's shape (10,000 users in 1,000 leaf queues under three
+// levels, 20 groups): a group's histories span hundreds of queues, so a
+// charge must find its group's without scanning them.
+func BenchmarkChargeReleaseScale(b *testing.B) {
+	shape := queueconfigtest.Synthetic{Users: 10000, Queues: 1000, Groups: 20, Levels: 3}
+	h, c := newHistory(b, shape.Config(nil))
+	rqs := make([]*ugm.Request, shape.Users)
+	for u := range rqs {
+		h.Charged(req(shape.User(u), shape.QueuePath(u), "1", shape.Group(u)))
+		rqs[u] = req(shape.User(u), shape.QueuePath(u), "1", shape.Group(u))
+	}
+	rng := rand.New(rand.NewSource(1))
+	order := make([]int32, 1<<16)
+	for i := range order {
+		order[i] = int32(rng.Intn(len(rqs)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rq := rqs[order[i&(len(order)-1)]]
+		c.Step(1)
+		h.Charged(rq)
+		h.Released(rq)
+	}
+}

@@ -16,10 +16,19 @@ type entries struct {
 }
 
 // named is one user's or group's histories, one per queue on its pods'
-// paths, typically a leaf's two or three queues below root.
+// paths: a user's typically a leaf's two or three queues below root,
+// found by a scan; a group's may span many queues, found by index.
 type named struct {
 	queues []queued
+	// index is queues' positions by queue once there are more than
+	// scanUpTo; nil before.
+	index map[string]int
 }
+
+// scanUpTo is how many histories a name's find scans before it keeps an
+// index: a scan of a few strings costs less than a map lookup, a group
+// spread over hundreds of queues would scan them all.
+const scanUpTo = 8
 
 type queued struct {
 	queue string
@@ -56,6 +65,12 @@ func (s *entries) ofNew(group bool, name string, queues int) *named {
 // paths are the config's own strings (chain), so most compare by
 // pointer.
 func (n *named) find(queue string) int {
+	if n.index != nil {
+		if i, ok := n.index[queue]; ok {
+			return i
+		}
+		return -1
+	}
 	for i := range n.queues {
 		if n.queues[i].queue == queue {
 			return i
@@ -69,13 +84,29 @@ func (n *named) find(queue string) int {
 func (s *entries) add(n *named, queue string, at time.Time) int {
 	n.queues = append(n.queues, queued{queue: queue, e: entry{at: at}})
 	s.n++
-	return len(n.queues) - 1
+	i := len(n.queues) - 1
+	switch {
+	case n.index != nil:
+		n.index[queue] = i
+	case len(n.queues) > scanUpTo:
+		n.index = make(map[string]int, len(n.queues))
+		for j := range n.queues {
+			n.index[n.queues[j].queue] = j
+		}
+	}
+	return i
 }
 
 // removeAt removes n's i-th history; the last one takes index i. n
 // stays name's until forget.
 func (s *entries) removeAt(n *named, i int) {
 	last := len(n.queues) - 1
+	if n.index != nil {
+		delete(n.index, n.queues[i].queue)
+		if i < last {
+			n.index[n.queues[last].queue] = i
+		}
+	}
 	n.queues[i] = n.queues[last]
 	n.queues[last] = queued{}
 	n.queues = n.queues[:last]

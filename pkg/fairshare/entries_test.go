@@ -15,8 +15,9 @@ import (
 // half-life: a history is kept exactly while it has usage), and after
 // every step compares each history's usage and their number with a
 // model that sums the charges by Key. Histories of one name share a
-// slice and are removed by swapping the last in; a removal that loses or
-// keeps the wrong one shows here.
+// slice, found by scan or, past scanUpTo, by index, and are removed by
+// swapping the last in; a removal that loses or keeps the wrong one, or
+// leaves the index stale, shows here.
 func TestEntriesModel(t *testing.T) {
 	h, _ := newHistory(t, queueconfigtest.Root(`
 submitacl: "*"
@@ -35,14 +36,19 @@ queues:
   queues:
   - name: z
 - name: c
+- name: d
+  queues: [{name: d1}, {name: d2}, {name: d3}, {name: d4}, {name: d5}, {name: d6}]
 `))
-	leaves := []string{"root.a.x.deep", "root.a.y", "root.b.z", "root.c", "root.a.x"}
+	// Enough queues for a name's histories to pass scanUpTo (an index).
+	leaves := []string{"root.a.x.deep", "root.a.y", "root.b.z", "root.c", "root.a.x",
+		"root.d.d1", "root.d.d2", "root.d.d3", "root.d.d4", "root.d.d5", "root.d.d6"}
 	users := []string{"ann", "bob", "cy"}
 	groups := [][]string{nil, {"dev"}, {"ops", "dev"}}
 	rng := rand.New(rand.NewSource(7))
 	var running []*ugm.Request
 	model := map[Key]int64{} // millicpu
 	cpu := resources.Intern("cpu")
+	indexed := false
 	charge := func(r *ugm.Request, sign int64) {
 		for q := r.Queue; q != "root"; q = q[:lastDot(q)] {
 			model[Key{Queue: q, Name: r.User}] += sign * r.Resources.Get(cpu)
@@ -81,6 +87,12 @@ queues:
 		if h.Len() != live {
 			t.Fatalf("step %d: %d histories, want %d", step, h.Len(), live)
 		}
+		for _, n := range h.entries.groups {
+			indexed = indexed || n.index != nil
+		}
+	}
+	if !indexed {
+		t.Fatal("no name's histories were indexed: the test covers the scan only")
 	}
 	for _, r := range running {
 		h.Released(r)
