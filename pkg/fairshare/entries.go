@@ -4,9 +4,10 @@ import "time"
 
 // entries holds the histories by user and by group, each name's queues
 // together in one slice: a charge finds its user's (and its group's)
-// histories with one map lookup each and its queues by a short scan.
-// Keyed by Key, a charge took a lookup per queue and name, each cold
-// among tens of thousands of histories (BenchmarkChargeRelease).
+// histories with one map lookup each, and its queues among them by a
+// short scan or, for a name with many, the name's index. Keyed by Key, a
+// charge took a lookup per queue and name, each cold among tens of
+// thousands of histories (BenchmarkChargeRelease*).
 //
 // A *entry it returns points into a name's slice: good until the next
 // add or remove on that name.
