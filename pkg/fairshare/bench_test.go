@@ -35,6 +35,11 @@ func BenchmarkChargeRelease(b *testing.B) {
 // cache, as a scheduler's charges do between scheduling cycles.
 func BenchmarkChargeReleaseRandom(b *testing.B) {
 	h, c, rqs := newBenchHistory(b, 100000)
+	benchRandomChargeRelease(b, h, c, rqs)
+}
+
+// benchRandomChargeRelease charges and releases rqs picked at random.
+func benchRandomChargeRelease(b *testing.B, h *History, c *testingclock.FakeClock, rqs []*ugm.Request) {
 	rng := rand.New(rand.NewSource(1))
 	order := make([]int32, 1<<16)
 	for i := range order {
@@ -85,17 +90,5 @@ func BenchmarkChargeReleaseScale(b *testing.B) {
 		h.Charged(req(shape.User(u), shape.QueuePath(u), "1", shape.Group(u)))
 		rqs[u] = req(shape.User(u), shape.QueuePath(u), "1", shape.Group(u))
 	}
-	rng := rand.New(rand.NewSource(1))
-	order := make([]int32, 1<<16)
-	for i := range order {
-		order[i] = int32(rng.Intn(len(rqs)))
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		rq := rqs[order[i&(len(order)-1)]]
-		c.Step(1)
-		h.Charged(rq)
-		h.Released(rq)
-	}
+	benchRandomChargeRelease(b, h, c, rqs)
 }
