@@ -341,9 +341,20 @@ func TestGangHardTimeoutStatus(t *testing.T) {
 	if s := e.preEnqueue(ahead); s.IsSuccess() {
 		t.Fatalf("PreEnqueue(ahead) = %v, want held", s)
 	}
-	e.waitFor("the fifth pod's status to say the queue holds it", func() bool {
+	heldEvents := func() int {
+		n := 0
+		for _, ev := range e.recorder.list(ReasonQuotaHeld) {
+			if ev.Regarding == "*v1.Pod ns1/"+big.Name {
+				n++
+			}
+		}
+		return n
+	}
+	// The event follows the status write: the writer emits it only if no
+	// newer status is wanted by then, so the clock moves on only after it.
+	e.waitFor("the fifth pod's status and event to say the queue holds it", func() bool {
 		c := e.condition(big.Name, ConditionQuotaAdmitted)
-		return c != nil && c.Reason == "QueueLimit"
+		return c != nil && c.Reason == "QueueLimit" && heldEvents() == 1
 	})
 	failed := "gang TaskGroups ns1/h failed: its minimum did not run within 1m0s (gangSchedulingStyle=Hard)"
 	before := gangEvents(t, metrics.GangFailed)
@@ -385,13 +396,7 @@ func TestGangHardTimeoutStatus(t *testing.T) {
 	if n := e.statusWrites(big.Name); n != 2 {
 		t.Errorf("%d status writes for %s, want 2: the queue's hold, then the failure", n, big.Name)
 	}
-	n := 0
-	for _, ev := range e.recorder.list(ReasonQuotaHeld) {
-		if ev.Regarding == "*v1.Pod ns1/"+big.Name {
-			n++
-		}
-	}
-	if n != 2 {
+	if n := heldEvents(); n != 2 {
 		t.Errorf("%d QuotaHeld events for %s, want 2: the queue's, then the failure", n, big.Name)
 	}
 }
