@@ -21,8 +21,9 @@ import (
 // repaired when two audits in a row see it. A handler event lost on its
 // way (a client-go or API server bug; the scheduler's own cache has been
 // bitten by such) would otherwise leave a charge for a pod that is gone,
-// or none for one that runs, until the next restart. Each repair is logged and counted (userquota_decreases_total /
-// increases_total with source "audit"), so a non-zero count is a bug report.
+// or none for one that runs, until the next restart. Each repair is
+// logged and counted (userquota_decreases_total / increases_total with
+// source "audit"), so a non-zero count is a bug report.
 const auditEvery = 10 * time.Second
 
 // auditSpacing bounds what audits cost: after one that took d, the next
