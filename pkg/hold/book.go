@@ -38,9 +38,12 @@ type Pod struct {
 	Priority int32
 	// Created is the pod's creation: the age it is let in by.
 	Created time.Time
-	// Since is when it was first held (kept while it stays held); the book
-	// sets it.
+	// Since is when it was first held and Seq the order the book first
+	// took it in (both kept while it stays held); the book sets them. Pods
+	// held in the order the scheduling queue took them keep that order in
+	// Seq, whatever the clock's resolution.
 	Since time.Time
+	Seq   uint64
 	// Obj is the caller's own object for the pod, if it keeps one (the
 	// simulator does; the scheduler looks the current one up by Name).
 	Obj any
@@ -102,6 +105,8 @@ type Book struct {
 	// rekey moves the lanes of a history whose key changed (made once:
 	// a func literal per sync would allocate).
 	rekey func(k fairshare.Key, key float64)
+	// seq numbers the pods as the book first takes them (Pod.Seq).
+	seq uint64
 }
 
 // lanes are the pods held by one limit, lane by lane.
@@ -352,15 +357,17 @@ func inOrder(a, b *Pod) bool {
 func (b *Book) Hold(p *Pod, now time.Time) *Pod {
 	b.sync()
 	old := b.pods[p.Key]
-	kind, first := KindOf(p.Reason), now
+	kind, first, seq := KindOf(p.Reason), now, b.seq+1
 	if old != nil {
-		first = old.Since
+		first, seq = old.Since, old.Seq
 		b.unlink(old)
 		if old.kind != kind {
 			b.uncount(old)
 		}
+	} else {
+		b.seq = seq
 	}
-	p.Since, p.kind, p.block = first, kind, blockOf(p.Reason)
+	p.Since, p.Seq, p.kind, p.block = first, seq, kind, blockOf(p.Reason)
 	b.insert(p)
 	b.pods[p.Key] = p
 	if old == nil || old.kind != kind {

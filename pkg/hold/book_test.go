@@ -149,6 +149,35 @@ func TestHoldKeepsSinceAndCounts(t *testing.T) {
 	}
 }
 
+// TestHoldSeq: the book numbers pods in the order it first takes them,
+// whatever the clock says; a pod held again keeps its number, and one
+// held anew after it left takes the next.
+func TestHoldSeq(t *testing.T) {
+	b := NewBook(0)
+	steps := []struct {
+		key  string
+		at   time.Time
+		want uint64
+	}{
+		{"a", t0, 1},
+		{"b", t0, 2},                   // the same instant: still after a
+		{"c", t0.Add(-time.Minute), 3}, // a clock behind: still after b
+		{"a", t0.Add(time.Hour), 1},    // held again: keeps its place
+	}
+	for _, st := range steps {
+		p := held(st.key, "sue", "root.a", "x", 0, 0, userLimit("sue"))
+		b.Hold(p, st.at)
+		if p.Seq != st.want {
+			t.Errorf("%s held at %v: seq %d, want %d", st.key, st.at, p.Seq, st.want)
+		}
+	}
+	b.Remove("a")
+	p := held("a", "sue", "root.a", "x", 0, 0, userLimit("sue"))
+	if b.Hold(p, t0); p.Seq != 4 {
+		t.Errorf("a held anew: seq %d, want 4", p.Seq)
+	}
+}
+
 // TestOldest: per kind, when the pod held longest was first held; a pod
 // held again keeps its first time, under its new kind when that changed;
 // a kind whose last pod leaves is gone.

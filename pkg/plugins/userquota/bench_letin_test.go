@@ -149,10 +149,9 @@ func BenchmarkStartUpLetIn(b *testing.B) {
 	const perUser = 5
 	shape := queueconfigtest.Synthetic{Users: 10000, Queues: 1000, Groups: 20, Levels: 3}
 	cfg := shape.Config(func(int) (int, bool) { return 1, true })
-	pending := make(map[string]*v1.Pod, shape.Users*perUser)
+	pending := make([]*v1.Pod, 0, shape.Users*perUser)
 	for i := 0; i < shape.Users*perUser; i++ {
-		p := shapePod(shape, i, "")
-		pending[string(p.UID)] = p
+		pending = append(pending, shapePod(shape, i, ""))
 	}
 	logger := klog.Background()
 	var cpu time.Duration

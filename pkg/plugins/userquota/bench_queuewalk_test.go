@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/schedulinggates"
 
 	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
@@ -58,25 +60,7 @@ func benchQueueWalk(b *testing.B, how string, admitted, parked int) {
 		}
 		pre, ext = sg.(fwk.PreEnqueuePlugin), sg.(fwk.EnqueueExtensions)
 	}
-	hints := queue.QueueingHintMap{}
-	evs, err := ext.EventsToRegister(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, ev := range evs {
-		hints[ev.Event] = append(hints[ev.Event], &queue.QueueingHintFunction{PluginName: pre.Name(), QueueingHintFn: ev.QueueingHintFn})
-	}
-	// The default profile's plugins are interested in a bound pod's add
-	// (InterPodAffinity, PodTopologySpread): without one the walk is
-	// skipped.
-	addEvent := fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}
-	hints[addEvent] = append(hints[addEvent], &queue.QueueingHintFunction{PluginName: "InterPodAffinity",
-		QueueingHintFn: func(klog.Logger, *v1.Pod, interface{}, interface{}) (fwk.QueueingHint, error) {
-			return fwk.QueueSkip, nil
-		}})
-	q := queue.NewTestQueue(ctx, func(a, b fwk.QueuedPodInfo) bool { return a.GetTimestamp().Before(b.GetTimestamp()) },
-		queue.WithPreEnqueuePluginMap(map[string]map[string]fwk.PreEnqueuePlugin{profileName: {pre.Name(): pre}}),
-		queue.WithQueueingHintMapPerProfile(queue.QueueingHintMapPerProfile{profileName: hints}))
+	q := schedulingQueue(b, pre, ext)
 	pl.held.activate = func(l klog.Logger, ps map[string]*v1.Pod) { q.Activate(l, ps) }
 	if how != "held-at-start-up" {
 		pl.held.started()
@@ -106,4 +90,87 @@ func benchQueueWalk(b *testing.B, how string, admitted, parked int) {
 	for b.Loop() {
 		q.MoveAllToActiveOrBackoffQueue(logger, framework.EventAssignedPodAdd, nil, bound, nil)
 	}
+}
+
+// schedulingQueue is kube-scheduler's own scheduling queue with pre as
+// the profile's PreEnqueue plugin, ext's events and the default queue
+// sort (PrioritySort: priority, then when the queue took the pod).
+func schedulingQueue(b *testing.B, pre fwk.PreEnqueuePlugin, ext fwk.EnqueueExtensions) *queue.PriorityQueue {
+	ctx := context.Background()
+	hints := queue.QueueingHintMap{}
+	evs, err := ext.EventsToRegister(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ev := range evs {
+		hints[ev.Event] = append(hints[ev.Event], &queue.QueueingHintFunction{PluginName: pre.Name(), QueueingHintFn: ev.QueueingHintFn})
+	}
+	// The default profile's plugins are interested in a bound pod's add
+	// (InterPodAffinity, PodTopologySpread): without one the walk is
+	// skipped.
+	addEvent := fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}
+	hints[addEvent] = append(hints[addEvent], &queue.QueueingHintFunction{PluginName: "InterPodAffinity",
+		QueueingHintFn: func(klog.Logger, *v1.Pod, interface{}, interface{}) (fwk.QueueingHint, error) {
+			return fwk.QueueSkip, nil
+		}})
+	sort := &queuesort.PrioritySort{}
+	return queue.NewTestQueue(ctx, sort.Less,
+		queue.WithPreEnqueuePluginMap(map[string]map[string]fwk.PreEnqueuePlugin{profileName: {pre.Name(): pre}}),
+		queue.WithQueueingHintMapPerProfile(queue.QueueingHintMapPerProfile{profileName: hints}))
+}
+
+// BenchmarkStartUpPop is the scheduling queue's pops after a start-up
+// let-in at issue 24's scale: 50,000 pods of 10,000 users, held by
+// PreEnqueue while the running pods were accounted, all let in by
+// letInWaiting and then popped one by one as the scheduler does, on
+// kube-scheduler's own queue. The queue's heap takes each pod let in at
+// its end: in the order the queue took the pods it stays sorted, in a
+// map's order it is scrambled and each pop walks it through cache misses
+// (holds.send). It reports the let-in's time per pod (with its Activate
+// calls) and the pops'.
+//
+//	go test -run '^$' -bench StartUpPop -benchtime 3x ./pkg/plugins/userquota
+func BenchmarkStartUpPop(b *testing.B) {
+	const perUser = 5
+	shape := queueconfigtest.Synthetic{Users: 10000, Queues: 1000, Groups: 20, Levels: 3}
+	cfg := shape.Config(func(int) (int, bool) { return perUser, true })
+	pods := make([]*v1.Pod, 0, shape.Users*perUser)
+	for i := range shape.Users * perUser {
+		pods = append(pods, shapePod(shape, i, ""))
+	}
+	logger := klog.Background()
+	var lettingIn, popping time.Duration
+	for b.Loop() {
+		activated := 0
+		pl, store := barePlugin(b, cfg, &activated)
+		q := schedulingQueue(b, pl, pl)
+		pl.held.activate = func(l klog.Logger, ps map[string]*v1.Pod) {
+			activated += len(ps)
+			q.Activate(l, ps)
+		}
+		for _, p := range pods {
+			if err := store.Add(p); err != nil {
+				b.Fatal(err)
+			}
+			q.Add(logger, p)
+		}
+		start := time.Now()
+		pl.letInWaiting(logger, pl.held.started())
+		lettingIn += time.Since(start)
+		if activated != len(pods) {
+			b.Fatalf("%d pods let in, want all %d", activated, len(pods))
+		}
+		start = time.Now()
+		for range pods {
+			p, err := q.Pop(logger)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q.Done(p.Pod.UID)
+		}
+		popping += time.Since(start)
+	}
+	perPod := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) / float64(len(pods)) }
+	b.ReportMetric(perPod(lettingIn), "letin-ns/pod")
+	b.ReportMetric(perPod(popping), "pop-ns/pod")
 }

@@ -1,7 +1,9 @@
 package userquota
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -142,9 +144,11 @@ func sameLimit(a, b error) bool {
 // letIn tries the held pods cands in order: each that fits now gets room
 // and goes to the active queue; one that does not stays held (with its
 // new reason) without blocking those behind it. replace: place each again
-// (a config change); else the request it was held with stands.
+// (a config change); else the request it was held with stands. The pods
+// let in go to the active queue in the order they were first held, the
+// queue's own order (holds.send).
 func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
-	var in map[string]*v1.Pod
+	var in []letInPod
 	var opened []*hold.Pod
 	sieve := hold.Sieve{}
 	for _, c := range cands {
@@ -167,30 +171,47 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 			}
 			continue
 		}
-		if pl.held.letIn(pod.UID) == nil {
+		entry := pl.held.letIn(pod.UID)
+		if entry == nil {
 			// Gone meanwhile (its delete may have been handled before the
 			// admission), or let in by PreEnqueue: the room goes with it;
 			// PreFilter decides without it.
 			pl.dropRoom(logger, pod.UID)
 			continue
 		}
-		if in == nil {
-			in = map[string]*v1.Pod{}
-		}
-		in[pod.Namespace+"/"+pod.Name] = pod
+		in = append(in, letInPod{seq: entry.Seq, pod: pod})
 		metrics.RecordLetIn()
 		pl.status.admitted(pod)
 		if hold.KindOf(c.Reason) != hold.KindBehind {
 			opened = append(opened, c)
 		}
 	}
-	pl.held.send(logger, in)
+	pl.held.send(logger, sentInOrder(in))
 	// Pods held behind a starving pod that was let in may go now.
 	for _, c := range opened {
 		if behind := pl.behind(c); len(behind) > 0 {
 			pl.letIn(logger, behind, false)
 		}
 	}
+}
+
+// letInPod is a pod let in and its place in the hold book (hold.Pod.Seq).
+type letInPod struct {
+	seq uint64
+	pod *v1.Pod
+}
+
+// sentInOrder returns the pods let in, in the order they were first held:
+// the order the scheduling queue took them in, as near as the book knows
+// (a pod held at PreEnqueue is held as the queue takes it; the start-up
+// let-in books the pods that waited in the queue's order).
+func sentInOrder(in []letInPod) []*v1.Pod {
+	slices.SortFunc(in, func(a, b letInPod) int { return cmp.Compare(a.seq, b.seq) })
+	pods := make([]*v1.Pod, len(in))
+	for i, p := range in {
+		pods[i] = p.pod
+	}
+	return pods
 }
 
 // current returns the informer's object for a held pod, or nil when the
@@ -245,7 +266,7 @@ func (pl *Plugin) onConfigChange(logger klog.Logger) {
 // pods handed to Activate does not, and spares the pods that stay held a
 // second PreEnqueue under the scheduling queue's lock: they are among its
 // unschedulable pods already.
-func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
+func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod) {
 	if reason := pl.held.configError(); reason != nil {
 		for _, pod := range pods {
 			if !pl.gone(pod) {
@@ -256,13 +277,9 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods map[string]*v1.Pod) {
 		return
 	}
 	cfg, queues := pl.partition(), pl.queues()
-	waiting := make([]*v1.Pod, 0, len(pods))
-	for _, pod := range pods {
-		waiting = append(waiting, pod)
-	}
 	// The requests are read ahead of the booking, on another goroutine:
 	// booking changes nothing placement reads.
-	readAhead(waiting, func(pod *v1.Pod, r *waitingRequest) {
+	readAhead(pods, func(pod *v1.Pod, r *waitingRequest) {
 		p := &preparedPod{}
 		if _, err := pl.prepare(pod, p, cfg, queues); err == nil {
 			r.p = p
@@ -296,7 +313,7 @@ type waitingRequest struct {
 // dropGone forgets the pods among pods that went away or were bound:
 // booked after their delete or bind was handled, they would stay held
 // until their next event (goneOrBound).
-func (pl *Plugin) dropGone(pods map[string]*v1.Pod) {
+func (pl *Plugin) dropGone(pods []*v1.Pod) {
 	for _, pod := range pods {
 		if pl.goneOrBound(pod) {
 			pl.held.forget(pod.UID)

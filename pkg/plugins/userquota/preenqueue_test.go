@@ -239,6 +239,36 @@ func TestStartUpLetsInInOrder(t *testing.T) {
 	}
 }
 
+// TestStartUpActivatesInArrivalOrder: the pods that waited for start-up
+// are decided in let-in order but sent to the active queue one a call, in
+// the order they reached PreEnqueue (the queue's own, which keeps its heap
+// cheap to pop: holds.send); an update while waiting keeps the pod's
+// place.
+func TestStartUpActivatesInArrivalOrder(t *testing.T) {
+	var pods []*v1.Pod
+	var objs []runtime.Object
+	for i := range 5 {
+		pod := userPod(fmt.Sprintf("p%d", i), fmt.Sprintf("u%d", i), "", "default", "500m")
+		// The later a pod arrives, the earlier it is let in.
+		pod.Spec.Priority = ptr.To(int32(i))
+		pods = append(pods, pod)
+		objs = append(objs, pod)
+	}
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: objs, noStart: true})
+	for _, i := range []int{3, 0, 4, 1, 2} {
+		e.pl.PreEnqueue(e.ctx, pods[i])
+	}
+	updated := pods[3].DeepCopy()
+	updated.Labels["updated"] = "yes"
+	e.pl.PreEnqueue(e.ctx, updated)
+	e.start()
+	e.waitFor("five pods activated", func() bool { return len(e.activator.activated()) >= 5 })
+	want := [][]string{{"ns1/p3"}, {"ns1/p0"}, {"ns1/p4"}, {"ns1/p1"}, {"ns1/p2"}}
+	if diff := cmp.Diff(want, e.activator.callsSoFar()); diff != "" {
+		t.Errorf("Activate calls (-want,+got):\n%s", diff)
+	}
+}
+
 // e0Bound is pod as bound to testNode and running, to seed a cluster.
 func e0Bound(pod *v1.Pod) *v1.Pod {
 	pod.Spec.NodeName = testNode
