@@ -137,6 +137,71 @@ func TestResize(t *testing.T) {
 	}
 }
 
+// TestChargeOwnsItsRequest: a charge keeps its own copy of the request's
+// groups and resources, inline or not: what the caller does with its
+// request afterwards, and a later resize, change no charge handed out.
+func TestChargeOwnsItsRequest(t *testing.T) {
+	many, err := resources.Parse(map[string]string{"cpu": "1", "pods": "1", "memory": "1Gi", "nvidia.com/gpu": "1", "example.com/a": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		groups []string
+		res    resources.Vector
+	}{
+		{"inline", []string{"dev"}, cpu(t, "1")},
+		{"no group", nil, cpu(t, "1")},
+		{"too big to be inline", []string{"dev", "ops"}, many},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := New(ugm.New())
+			r := req("bob", "a", tc.res.Clone())
+			r.Groups = append([]string(nil), tc.groups...)
+			if err := l.Allocate("p1", r); err != nil {
+				t.Fatal(err)
+			}
+			r.Resources[0] = 42
+			for i := range r.Groups {
+				r.Groups[i] = "changed"
+			}
+			before, _ := l.Get("p1")
+			if !before.Request.Resources.Equal(tc.res) || strings.Join(before.Request.Groups, ",") != strings.Join(tc.groups, ",") {
+				t.Fatalf("charge %v %v, want %v %v: it shares the caller's request", before.Request.Resources, before.Request.Groups, tc.res, tc.groups)
+			}
+			if _, err := l.Resize("p1", cpu(t, "3")); err != nil {
+				t.Fatal(err)
+			}
+			if !before.Request.Resources.Equal(tc.res) {
+				t.Errorf("the charge handed out before the resize now says %v, want %v", before.Request.Resources, tc.res)
+			}
+		})
+	}
+}
+
+// BenchmarkAllocateRelease charges and releases one pod: with four
+// resources at most and one group the charge is one object.
+//
+//	go test -run '^$' -bench AllocateRelease -benchmem ./pkg/ledger
+func BenchmarkAllocateRelease(b *testing.B) {
+	l := New(ugm.New())
+	v, err := resources.Parse(map[string]string{"cpu": "1", "pods": "1", "memory": "1Gi"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := req("bob", "a", v)
+	r.Groups = []string{"dev"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.Allocate("p1", r); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := l.Release("p1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // tape records what the observer is told.
 type tape []string
 
