@@ -260,12 +260,14 @@ func (pl *Plugin) onConfigChange(logger klog.Logger) {
 // letInWaiting decides the pods PreEnqueue held while the running pods
 // were being accounted (start-up), as a release decides held pods: in
 // let-in order (priority, the queue's application order, age), those that
-// fit now get room and go to the active queue together, the others stay
-// held with what holds them (their status says so from now on). Deciding
-// here rather than activating them all keeps the order, which a map of
-// pods handed to Activate does not, and spares the pods that stay held a
-// second PreEnqueue under the scheduling queue's lock: they are among its
-// unschedulable pods already.
+// fit now get room and go to the active queue (in the order they waited
+// in: letIn), the others stay held with what holds them (their status
+// says so from now on). Deciding here rather than activating them all
+// keeps the let-in order, which a map of pods handed to Activate does
+// not, and spares the pods that stay held a second PreEnqueue under the
+// scheduling queue's lock: they are among its unschedulable pods already.
+// pods come in the order they reached PreEnqueue (holds.started) and are
+// booked in it, so that the hold book's Seq keeps it.
 func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod) {
 	if reason := pl.held.configError(); reason != nil {
 		for _, pod := range pods {
