@@ -116,8 +116,8 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	// only if the commit is made: a copy of req taken to commit would
 	// escape, an allocation per pod.
 	c := &Charge{Pod: pod, Forced: force, Request: req}
-	c.Request.Groups = c.keepGroups(req.Groups)
-	c.Request.Resources = c.keepResources(req.Resources)
+	c.Request.Groups = ownCopy(c.inlineGroup[:], req.Groups)
+	c.Request.Resources = ownCopy(c.inline[:], req.Resources)
 	var over *ugm.Refusal
 	var err error
 	if force {
@@ -137,20 +137,13 @@ func (l *Ledger) allocate(pod string, req ugm.Request, force bool) (*ugm.Refusal
 	return over, nil
 }
 
-// keepGroups returns the charge's own copy of groups, inline when it fits.
-func (c *Charge) keepGroups(groups []string) []string {
-	if len(groups) == 0 || len(groups) > len(c.inlineGroup) {
-		return append([]string(nil), groups...)
+// ownCopy returns a copy of v in buf when it fits there, else a new one
+// (nil when v is empty, as a clone of it would be).
+func ownCopy[S ~[]E, E any](buf []E, v S) S {
+	if len(v) == 0 || len(v) > len(buf) {
+		return append(S(nil), v...)
 	}
-	return append(c.inlineGroup[:0:len(c.inlineGroup)], groups...)
-}
-
-// keepResources returns the charge's own copy of v, inline when it fits.
-func (c *Charge) keepResources(v resources.Vector) resources.Vector {
-	if v == nil || len(v) > len(c.inline) {
-		return v.Clone()
-	}
-	return append(c.inline[:0:len(c.inline)], v...)
+	return append(S(buf[:0:len(buf)]), v...)
 }
 
 // isConflict reports whether err is a *ugm.AppConflict (apart: its

@@ -242,8 +242,7 @@ func TestStartUpLetsInInOrder(t *testing.T) {
 // TestStartUpActivatesInArrivalOrder: the pods that waited for start-up
 // are decided in let-in order but sent to the active queue one a call, in
 // the order they reached PreEnqueue (the queue's own, which keeps its heap
-// cheap to pop: holds.send); an update while waiting keeps the pod's
-// place.
+// cheap to pop: holds.send), an updated pod in its first place.
 func TestStartUpActivatesInArrivalOrder(t *testing.T) {
 	var pods []*v1.Pod
 	var objs []runtime.Object
@@ -266,6 +265,31 @@ func TestStartUpActivatesInArrivalOrder(t *testing.T) {
 	want := [][]string{{"ns1/p3"}, {"ns1/p0"}, {"ns1/p4"}, {"ns1/p1"}, {"ns1/p2"}}
 	if diff := cmp.Diff(want, e.activator.callsSoFar()); diff != "" {
 		t.Errorf("Activate calls (-want,+got):\n%s", diff)
+	}
+}
+
+// TestStartingKeepsOnePlace: a pod seen again while the running pods are
+// accounted (an update) is waiting once, as its latest object, in the
+// place it first arrived at; after start-up nothing waits.
+func TestStartingKeepsOnePlace(t *testing.T) {
+	h := newHolds(testingclock.NewFakeClock(time.Now()), nil, 0)
+	a, b := userPod("a", "sue", "", "default", "1"), userPod("b", "bob", "", "default", "1")
+	a2 := a.DeepCopy()
+	for _, p := range []*v1.Pod{a, b, a2} {
+		if !h.starting(p) {
+			t.Fatalf("%s not kept waiting before start-up", p.Name)
+		}
+	}
+	got := h.started()
+	if len(got) != 2 || got[0] != a2 || got[1] != b {
+		var names []string
+		for _, p := range got {
+			names = append(names, p.Name)
+		}
+		t.Errorf("started() = %v (a updated: %v), want [a b], a as its update", names, len(got) > 0 && got[0] == a2)
+	}
+	if h.starting(b) {
+		t.Error("a pod kept waiting after start-up")
 	}
 }
 
