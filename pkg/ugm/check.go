@@ -95,10 +95,12 @@ func (m *Manager) checkQueues(req *Request, own *admission, soft *shareNeeds, h 
 	}
 	var w walk
 	if resolved {
-		w = m.newWalkFrom(req, own, group, climb{who: WhoUser, name: req.User, n: h.user},
-			climb{who: WhoGroup, name: group, n: h.group}, false)
+		w.user.who, w.user.name, w.user.n = WhoUser, req.User, h.user
+		w.group.who, w.group.name, w.group.n = WhoGroup, group, h.group
+		m.startWalk(&w, req, own, group, false)
 	} else {
-		w = m.newWalk(req, own, leaf, a, group, g, a == nil && !m.appAdmitted(req))
+		w.user, w.group = m.climbs(req, leaf, a, group, g)
+		m.startWalk(&w, req, own, group, a == nil && !m.appAdmitted(req))
 	}
 	w.shares = m.sharesFor(func(x *shareIndex) *shares.Share { return x.get(leaf) }, leaf.usage, req.Resources)
 	w.soft = soft
@@ -134,11 +136,13 @@ func (m *Manager) checkCreate(req *Request, own *admission, soft *shareNeeds) (*
 		return nil, nil, "", &AppConflict{App: req.App, User: req.User, Queue: req.Queue, HeldUser: a.user.name, HeldQueue: a.leaf.path}
 	}
 	tl := anc.childLimits
-	w := m.newWalk(req, own, nil, nil, m.groupOf(req, anc), nil, !m.appAdmitted(req))
+	var w walk
+	group := m.groupOf(req, anc)
+	w.user, w.group = m.climbs(req, nil, nil, group, nil)
+	m.startWalk(&w, req, own, group, !m.appAdmitted(req))
 	if r := w.queueLevel(req.Queue, tl, nil, 0).admit(req.Queue, req.Resources, false); r != nil {
 		return nil, nil, "", r
 	}
-	group := w.group.name
 	if group != "" {
 		w.group.t = m.groups[group]
 	}
@@ -182,17 +186,13 @@ type walk struct {
 	own    *admission
 }
 
-// newWalk starts the walk of req (holding own) from leaf (nil: a queue to
-// create, looked up at each queue) with the group resolved for it; a is
-// req's running application in leaf (nil: none).
-func (m *Manager) newWalk(req *Request, own *admission, leaf *queue, a *app, group string, g *tracker, newApp bool) walk {
-	user, grp := m.climbs(req, leaf, a, group, g)
-	return m.newWalkFrom(req, own, group, user, grp, newApp)
-}
-
-// newWalkFrom is newWalk with the user's and the group's climbs started.
-func (m *Manager) newWalkFrom(req *Request, own *admission, group string, user, grp climb, newApp bool) walk {
-	w := walk{req: req, own: own, newApp: newApp, user: user, group: grp}
+// startWalk starts w, the walk of req (holding own) with the group
+// resolved for it, whose user and group climbs are set. It fills w in
+// place: a walk is about 200 bytes, and building one by value, then
+// copying it out, cost a sixth of a check in cache (BenchmarkCheckHandle
+// same user, docs/performance.md).
+func (m *Manager) startWalk(w *walk, req *Request, own *admission, group string, newApp bool) {
+	w.req, w.own, w.newApp = req, own, newApp
 	if !m.adm.none() {
 		w.queues = m.adm.queues
 		w.user.held = m.adm.users[req.User]
@@ -202,7 +202,6 @@ func (m *Manager) newWalkFrom(req *Request, own *admission, group string, user, 
 			w.group.own = own.group == group
 		}
 	}
-	return w
 }
 
 // heldAtQueue returns the room held in the queue at path, the part of it
@@ -287,7 +286,13 @@ func over(max resources.Limit, maxApps uint64, usage, held, own, req resources.V
 	} else {
 		_, o = max.ExceedsWith(usage, held, own, req)
 	}
-	return o || newApp && maxApps > 0 && uint64(apps)+1 > maxApps
+	return o || newApp && appsOver(maxApps, apps)
+}
+
+// appsOver reports whether one more application takes apps over maxApps
+// (0: no limit).
+func appsOver(maxApps uint64, apps int) bool {
+	return maxApps > 0 && uint64(apps)+1 > maxApps
 }
 
 // level is one limit in force on one queue for one user, group or the
@@ -313,7 +318,7 @@ func (l level) admit(path string, req resources.Vector, newApp bool) *Refusal {
 		}
 		return r
 	}
-	if newApp && l.maxApps > 0 && uint64(l.apps)+1 > l.maxApps {
+	if newApp && appsOver(l.maxApps, l.apps) {
 		return &Refusal{Who: l.who, Name: l.name, Queue: path, Limit: LimitApplications,
 			Usage: int64(l.apps), Request: 1, Max: int64(l.maxApps)}
 	}
@@ -363,6 +368,28 @@ func (m *Manager) climbs(req *Request, leaf *queue, a *app, group string, g *tra
 // when the request does not fit: building it for every level on the path
 // that admits cost more than the check itself (BenchmarkCheck).
 func (c *climb) admit(q *queue, w *walk) *Refusal {
+	n := c.n
+	if n == nil || c.held != nil {
+		return c.admitAt(q, w)
+	}
+	// The common case, kept small so that the loop in Exceeds stays in
+	// registers: the climb is at a node and nothing is held for this
+	// user or group.
+	c.n = n.parent
+	e := n.limit
+	if e == nil {
+		return nil // no limit for this user or group here
+	}
+	if _, o := e.maxResources.Exceeds(n.usage, w.req.Resources); !o && !(w.newApp && appsOver(e.maxApplications, n.apps)) {
+		return nil
+	}
+	return c.refuse(q, w, e, n.usage, n.apps)
+}
+
+// admitAt is admit where the climb has no node yet (nil: looked up here,
+// or none: nothing is tracked there) or room is held for this user or
+// group.
+func (c *climb) admitAt(q *queue, w *walk) *Refusal {
 	if c.n == nil && c.t != nil {
 		c.n = c.t.nodes[q]
 	}
@@ -381,6 +408,12 @@ func (c *climb) admit(q *queue, w *walk) *Refusal {
 	if e == nil {
 		return nil // no limit for this user or group here
 	}
+	return c.refuse(q, w, e, usage, apps)
+}
+
+// refuse refuses w's request at q for limit e of this climb's user or
+// group, over usage and apps and the room held for it (nil: it fits).
+func (c *climb) refuse(q *queue, w *walk, e *limitEntry, usage resources.Vector, apps int) *Refusal {
 	var held, own resources.Vector
 	if c.held != nil {
 		if h := c.held[q.path]; h != nil {
