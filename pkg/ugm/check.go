@@ -189,8 +189,8 @@ type walk struct {
 // startWalk starts w, the walk of req (holding own) with the group
 // resolved for it, whose user and group climbs are set. It fills w in
 // place: a walk is about 200 bytes, and building one by value, then
-// copying it out, cost a sixth of a check in cache (BenchmarkCheckHandle
-// same user, docs/performance.md).
+// copying it out, cost about a twelfth of a check in cache
+// (BenchmarkCheckHandle, same user; docs/performance.md).
 func (m *Manager) startWalk(w *walk, req *Request, own *admission, group string, newApp bool) {
 	w.req, w.own, w.newApp = req, own, newApp
 	if !m.adm.none() {
