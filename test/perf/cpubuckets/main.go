@@ -72,12 +72,16 @@ func buckets2md(w io.Writer, report string, span time.Duration) error {
 	if err != nil {
 		return err
 	}
+	// TestThroughput keeps its runs under "runs", TestBacklog under
+	// "backlog".
 	var r struct {
-		Runs []run `json:"runs"`
+		Runs    []run `json:"runs"`
+		Backlog []run `json:"backlog"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("%s: %v", report, err)
 	}
+	r.Runs = append(r.Runs, r.Backlog...)
 	if len(r.Runs) == 0 {
 		return fmt.Errorf("%s: no runs", report)
 	}
