@@ -9,20 +9,13 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-)
 
-// run is what alternation reads of a report's run.
-type run struct {
-	Case    string    `json:"case"`
-	Run     int       `json:"run"`
-	Avg     float64   `json:"avg"`
-	Samples []float64 `json:"samples"`
-}
+	"github.com/userquota/userquota/test/perf/perfreport"
+)
 
 func main() {
 	report := flag.String("report", "", "throughput.json or backlog.json of a TestThroughput or TestBacklog run")
@@ -34,25 +27,9 @@ func main() {
 }
 
 func table(w io.Writer, report string) error {
-	if report == "" {
-		return fmt.Errorf("-report: want the report's JSON")
-	}
-	b, err := os.ReadFile(report)
+	runs, err := perfreport.Runs(report)
 	if err != nil {
 		return err
-	}
-	// TestThroughput keeps its runs under "runs", TestBacklog under
-	// "backlog".
-	var r struct {
-		Runs    []run `json:"runs"`
-		Backlog []run `json:"backlog"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%s: %v", report, err)
-	}
-	runs := append(r.Runs, r.Backlog...)
-	if len(runs) == 0 {
-		return fmt.Errorf("%s: no runs", report)
 	}
 	fmt.Fprintf(w, "| run | case | bound pods/s (avg) | samples | lag-1 autocorrelation |\n|---|---|---|---|---|\n")
 	for _, rn := range runs {

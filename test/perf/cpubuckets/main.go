@@ -13,7 +13,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -26,6 +25,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/userquota/userquota/test/perf/perfreport"
 )
 
 // bucket is a kind of work, told by a frame of its stacks.
@@ -47,13 +48,6 @@ var buckets = []bucket{
 
 const other = "other"
 
-// run is what cpubuckets reads of a report's run.
-type run struct {
-	Case    string    `json:"case"`
-	Run     int       `json:"run"`
-	Samples []float64 `json:"samples"`
-}
-
 func main() {
 	report := flag.String("report", "", "throughput.json or backlog.json of a run with -pprof")
 	span := flag.Duration("pprof", 60*time.Second, "the -pprof the report was run with (the profile's length)")
@@ -65,32 +59,16 @@ func main() {
 }
 
 func buckets2md(w io.Writer, report string, span time.Duration) error {
-	if report == "" {
-		return fmt.Errorf("-report: want the report's JSON")
-	}
-	b, err := os.ReadFile(report)
+	runs, err := perfreport.Runs(report)
 	if err != nil {
 		return err
-	}
-	// TestThroughput keeps its runs under "runs", TestBacklog under
-	// "backlog".
-	var r struct {
-		Runs    []run `json:"runs"`
-		Backlog []run `json:"backlog"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%s: %v", report, err)
-	}
-	r.Runs = append(r.Runs, r.Backlog...)
-	if len(r.Runs) == 0 {
-		return fmt.Errorf("%s: no runs", report)
 	}
 	names := append(bucketNames(), other, "total")
 	perCase := map[string][]map[string]float64{}
 	var cases []string
 	fmt.Fprintf(w, "Scheduler CPU per pod bound in the profile's span, µs, by bucket (%s):\n\n", report)
 	fmt.Fprintf(w, "| run | case | pods | %s |\n|---|---|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
-	for _, rn := range r.Runs {
+	for _, rn := range runs {
 		profile := filepath.Join(filepath.Dir(report), "pprof", fmt.Sprintf("run%d-%s.pb.gz", rn.Run, rn.Case))
 		secs, err := split(profile)
 		if err != nil {
