@@ -64,6 +64,7 @@ var (
 	pprofFlag    = flag.Duration("pprof", 0, "TestThroughput, TestBacklog: capture a CPU profile of the scheduler for this long from its first binding (see -pprof-from), and a heap profile at each run's end, into -out/pprof/ (0: none)")
 	pprofFrom    = flag.String("pprof-from", pprofFromBind, "TestThroughput, TestBacklog: when the -pprof profile starts: "+pprofFromBind+" (the first binding) or "+pprofFromStart+" (as soon as the scheduler serves it after its start)")
 	pprofBlock   = flag.Bool("pprof-block", false, "with -pprof: a block profile of the CPU profile's span beside it (runN-CASE-block.pb.gz): every wait on a lock or channel, which kube-scheduler records by default (enableContentionProfiling defaults to true with enableProfiling)")
+	pprofSelf    = flag.Bool("pprof-self", false, "with -pprof: a CPU profile of this process (the API server, etcd and the harness) over the scheduler's CPU profile's span, beside it (runN-CASE-self.pb.gz)")
 	warmup       = flag.Bool("warmup", true, "TestThroughput, TestBacklog: one unreported run first (baseline; floor), so the API server's start-up work settles")
 )
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -203,22 +204,56 @@ func (s *schedulerProcess) metrics(ctx context.Context) ([]byte, metricSet, erro
 }
 
 // cpuProfile fetches /debug/pprof/profile for d and writes it under -out;
-// with -pprof-block, the block profile of the same span beside it
-// (blockProfileName).
+// beside it over the same span, with -pprof-block, the scheduler's block
+// profile (blockProfileName) and, with -pprof-self, this process's CPU
+// profile (selfProfileName).
 func (s *schedulerProcess) cpuProfile(ctx context.Context, d time.Duration, name string) error {
 	secs := int(d.Seconds())
-	if !*pprofBlock {
-		return s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), d+30*time.Second, name)
+	beside := []func() error{}
+	if *pprofBlock {
+		beside = append(beside, func() error {
+			return s.profile(ctx, fmt.Sprintf("/debug/pprof/block?seconds=%d", secs), d+30*time.Second, blockProfileName(name))
+		})
 	}
-	var blockErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		blockErr = s.profile(ctx, fmt.Sprintf("/debug/pprof/block?seconds=%d", secs), d+30*time.Second, blockProfileName(name))
-	}()
-	err := s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), d+30*time.Second, name)
-	<-done
-	return errors.Join(err, blockErr)
+	if *pprofSelf {
+		beside = append(beside, func() error { return selfCPUProfile(ctx, d, selfProfileName(name)) })
+	}
+	errs := make([]error, len(beside)+1)
+	var wg sync.WaitGroup
+	for i, f := range beside {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = f()
+		}()
+	}
+	errs[0] = s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), d+30*time.Second, name)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// selfCPUProfile records this process's CPU for d (the API server, etcd
+// and the harness run in it) and writes it under -out as name.
+func selfCPUProfile(ctx context.Context, d time.Duration, name string) error {
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		return fmt.Errorf("this process's CPU profile: %w", err)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	pprof.StopCPUProfile()
+	writeRaw(name, buf.Bytes())
+	return nil
+}
+
+// selfProfileName is this process's CPU profile beside the scheduler's
+// name (runN-CASE.pb.gz -> runN-CASE-self.pb.gz).
+func selfProfileName(name string) string {
+	return strings.TrimSuffix(name, ".pb.gz") + "-self.pb.gz"
 }
 
 // blockProfileName is the block profile's file beside the CPU profile

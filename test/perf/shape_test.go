@@ -189,7 +189,7 @@ type shape struct {
 	backlogHeld                                      float64
 	statusQPS                                        int
 	recoveryPods, recoveryRuns                       int
-	warmup, pprofBlock                               bool
+	warmup, pprofBlock, pprofSelf                    bool
 	// run and skip are go test's -run and -skip.
 	run, skip string
 }
@@ -220,7 +220,7 @@ func shapeOf(value func(name string) string, run, skip string) (shape, error) {
 			return s, fmt.Errorf("-%s: %v", name, err)
 		}
 	}
-	bools := map[string]*bool{"warmup": &s.warmup, "pprof-block": &s.pprofBlock}
+	bools := map[string]*bool{"warmup": &s.warmup, "pprof-block": &s.pprofBlock, "pprof-self": &s.pprofSelf}
 	for name, p := range bools {
 		if *p, err = strconv.ParseBool(value(name)); err != nil {
 			return s, fmt.Errorf("-%s: %v", name, err)
@@ -418,6 +418,9 @@ func checkFlags(s shape, tests map[string]bool) []*shapeError {
 	}
 	if s.pprofBlock && s.pprof == 0 {
 		bad("-pprof-block: want -pprof above 0 (the block profile spans the CPU profile's time)", "-pprof-block")
+	}
+	if s.pprofSelf && s.pprof == 0 {
+		bad("-pprof-self: want -pprof above 0 (this process's profile spans the scheduler's CPU profile's time)", "-pprof-self")
 	}
 	if s.pprofFrom != pprofFromBind && s.pprofFrom != pprofFromStart {
 		bad(fmt.Sprintf("-pprof-from=%q: want %s or %s", s.pprofFrom, pprofFromBind, pprofFromStart), "-pprof-from")

@@ -144,6 +144,8 @@ func TestShapeRefuses(t *testing.T) {
 		{name: "pprof", edit: func(s *shape) { s.pprof = -time.Second }, want: []string{"flag: -pprof"}},
 		{name: "pprof-block without pprof", edit: func(s *shape) { s.pprofBlock, s.pprof = true, 0 }, want: []string{"flag: -pprof-block"}},
 		{name: "pprof-block with pprof", edit: func(s *shape) { s.pprofBlock, s.pprof = true, 20*time.Second }},
+		{name: "pprof-self without pprof", edit: func(s *shape) { s.pprofSelf, s.pprof = true, 0 }, want: []string{"flag: -pprof-self"}},
+		{name: "pprof-self with pprof", edit: func(s *shape) { s.pprofSelf, s.pprof = true, 20*time.Second }},
 		{name: "pprof-from", edit: func(s *shape) { s.pprofFrom = "first-bind" }, want: []string{"flag: -pprof-from"}},
 		{name: "status qps", edit: func(s *shape) { s.statusQPS = -1 }, want: []string{"flag: -status-qps"}},
 		{name: "at-limit above 1", edit: func(s *shape) { s.atLimit = 1.5 }, want: []string{"flag: -at-limit"}},
