@@ -109,17 +109,24 @@ func (v *Vector) Sub(o Vector) error {
 // SubClamped subtracts o from v, stopping every amount at zero. It is for
 // releases, which are never refused; it reports whether clamping happened.
 func (v *Vector) SubClamped(o Vector) (clamped bool) {
+	// w, not *v, in the loop: a store through *v may alias its own slice
+	// header (a tracker node holds both), so the compiler would load the
+	// header again for every amount.
+	w := *v
 	for i, x := range o {
 		if x == 0 {
 			continue
 		}
-		cur := v.Get(ID(i))
+		var cur int64
+		if i < len(w) {
+			cur = w[i]
+		}
 		if cur < x {
 			clamped = true
 			x = cur
 		}
 		if x != 0 {
-			(*v)[i] -= x
+			w[i] -= x
 		}
 	}
 	return clamped
@@ -299,8 +306,9 @@ func (v Vector) CanAdd(o Vector) bool {
 // checked CanAdd on a vector that bounds v (a usage root bounds its subtree).
 func (v *Vector) AddUnchecked(o Vector) {
 	v.grow(len(o))
+	w := (*v)[:len(o)] // as in SubClamped; and no bounds check in the loop
 	for i, x := range o {
-		(*v)[i] += x
+		w[i] += x
 	}
 }
 

@@ -78,3 +78,26 @@ func (h *Handle) resolve(req *Request, a *app) {
 	*h = Handle{a: a, groupName: group, leaf: a.leaf, user: a.userLeaf, group: a.groupLeaf,
 		ends: a.userLeaf.ends, userName: req.User, queue: req.Queue, app: req.App}
 }
+
+// running returns h's application (nil: none), read without m.mu: h is the
+// caller's own. Read before the lock, the handle's cache miss overlaps
+// the request's (the lock is a fence on x86: what is read after it waits
+// for what was read before).
+func (h *Handle) running() *app {
+	if h == nil {
+		return nil
+	}
+	return h.a
+}
+
+// touch loads a's counters (nil: none) so that their cache miss overlaps
+// the one of the handle's tracker nodes (the check's, or the release's
+// validity test) rather than following it: the commit and the release
+// write them. The test is never true (a running application holds at
+// least one allocation); it keeps the load, which the compiler drops
+// when nothing uses it. Callers hold m.mu for writing.
+func (a *app) touch() {
+	if a != nil && a.allocations < 0 {
+		a.allocations = 0
+	}
+}

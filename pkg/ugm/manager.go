@@ -156,6 +156,7 @@ func (m *Manager) Commit(key string, req *Request) error { return m.CommitWith(k
 // not valid: the one the pod's admission resolved, if any); h is resolved
 // to req's application once it runs.
 func (m *Manager) CommitWith(key string, req *Request, h *Handle) error {
+	running := h.running()
 	if err := validate(req); err != nil {
 		return err
 	}
@@ -164,8 +165,9 @@ func (m *Manager) CommitWith(key string, req *Request, h *Handle) error {
 	own := m.adm.byKey[key]
 	use := h
 	if own != nil && !h.valid(req) {
-		use = &own.h
+		use, running = &own.h, own.h.running()
 	}
+	running.touch()
 	leaf, a, group, err := m.checkFor(req, own, nil, use)
 	if err != nil {
 		return err
@@ -299,8 +301,10 @@ func (m *Manager) Decrease(req *Request) error { return m.DecreaseWith(req, nil)
 // DecreaseWith is Decrease through h, the caller's handle for req (nil:
 // none): a valid one gives the application without a lookup.
 func (m *Manager) DecreaseWith(req *Request, h *Handle) error {
+	running := h.running()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	running.touch()
 	var a *app
 	if h.valid(req) {
 		a = h.a
