@@ -9,8 +9,10 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 
+	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -56,6 +58,15 @@ type Observer interface {
 	Released(req *ugm.Request)
 }
 
+// Syncer is an Observer whose recording depends on the config in force
+// (the usage history records nothing while no queue orders its users):
+// Enforce calls Sync after each config change with the charges live then,
+// under the ledger's lock, so that no charge or release falls between the
+// change and the sync. It must not call the ledger, nor keep a request.
+type Syncer interface {
+	Sync(live iter.Seq[*ugm.Request])
+}
+
 // Observe adds an observer, told after those added before it; call it
 // before the ledger is used.
 func (l *Ledger) Observe(o Observer) {
@@ -73,6 +84,33 @@ func (l *Ledger) charged(req *ugm.Request) {
 func (l *Ledger) released(req *ugm.Request) {
 	for _, o := range l.observers {
 		o.Released(req)
+	}
+}
+
+// Enforce puts the partition named partition of cfg in force in ugm
+// (ugm.Manager.Enforce) and syncs each observer that is a Syncer with the
+// charges live now, in one step under the ledger's lock. An error changes
+// nothing.
+func (l *Ledger) Enforce(cfg *queueconfig.Config, partition string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.ugm.Enforce(cfg, partition); err != nil {
+		return err
+	}
+	for _, o := range l.observers {
+		if s, ok := o.(Syncer); ok {
+			s.Sync(l.live)
+		}
+	}
+	return nil
+}
+
+// live yields the request of each live charge. Callers hold l.mu.
+func (l *Ledger) live(yield func(*ugm.Request) bool) {
+	for _, c := range l.pods {
+		if !yield(&c.Request) {
+			return
+		}
 	}
 }
 

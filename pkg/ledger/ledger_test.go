@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"errors"
+	"iter"
+	"sort"
 	"strings"
 	"testing"
 
@@ -272,5 +274,59 @@ func TestObservers(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%s observer told %q, want %q", name, got, want)
 		}
+	}
+}
+
+// syncTape is an observer that is also a Syncer: it records the live
+// charges each Sync is given.
+type syncTape struct {
+	tape
+	syncs [][]string
+}
+
+func (s *syncTape) Sync(live iter.Seq[*ugm.Request]) {
+	var got []string
+	for r := range live {
+		got = append(got, r.App.ID+" "+r.Resources.String())
+	}
+	sort.Strings(got)
+	s.syncs = append(s.syncs, got)
+}
+
+// TestEnforceSyncs: Enforce puts the config in force and gives each
+// Syncer the charges live then (not the released, not the refused); a
+// config without the partition changes nothing and syncs nobody.
+func TestEnforceSyncs(t *testing.T) {
+	l := newLedger(t)
+	var s syncTape
+	var plain tape
+	l.Observe(&s)
+	l.Observe(&plain)
+	if err := l.Allocate("p1", req("sue", "a", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Allocate("p2", req("sue", "a", cpu(t, "5"))); err == nil {
+		t.Fatal("over the limit")
+	}
+	if _, err := l.ForceAllocate("p3", req("bob", "b", cpu(t, "3"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ForceAllocate("p4", req("ann", "c", cpu(t, "1"))); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = l.Release("p4")
+	looser := queueconfigtest.MustParse(t, strings.Replace(config, "vcore: 2", "vcore: 8", 1))
+	if err := l.Enforce(looser, "nope"); err == nil || len(s.syncs) != 0 {
+		t.Fatalf("a config without the partition: err %v, syncs %q", err, s.syncs)
+	}
+	if err := l.Enforce(looser, "default"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a cpu=1,pods=1", "b cpu=3,pods=1"}
+	if len(s.syncs) != 1 || strings.Join(s.syncs[0], " ") != strings.Join(want, " ") {
+		t.Fatalf("synced %q, want once with %q", s.syncs, want)
+	}
+	if err := l.Allocate("p2", req("sue", "a", cpu(t, "5"))); err != nil {
+		t.Errorf("the new config is not in force: %v", err)
 	}
 }

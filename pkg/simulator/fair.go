@@ -3,6 +3,7 @@ package simulator
 import (
 	"container/heap"
 	"fmt"
+	"iter"
 	"math"
 	"time"
 
@@ -43,6 +44,9 @@ func (o observers) Released(r *ugm.Request) {
 		o.index.charged(r, -1)
 	}
 }
+
+// Sync passes a config change on to the usage history (ledger.Syncer).
+func (o observers) Sync(live iter.Seq[*ugm.Request]) { o.history.Sync(live) }
 
 // completion is when a pod with a runtime completes: seq tells its charge
 // from a later one of the same name.

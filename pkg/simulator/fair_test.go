@@ -88,3 +88,31 @@ func TestJainIndex(t *testing.T) {
 		t.Error("a fairness line without Options.Fairness")
 	}
 }
+
+// TestFairnessTurnedOn: a config that turns fairness on orders the held
+// pods by the usage of the pods that ran before it (the history, which
+// recorded nothing without a fair queue, is synced from the live
+// charges): bob, who runs nothing, goes before sue, who runs a pod,
+// though sue's pod came first.
+func TestFairnessTurnedOn(t *testing.T) {
+	plain := strings.Replace(fairQueue, "properties: {userquota.fairness: user}", "", 1)
+	trace := strings.Join([]string{
+		`{"op":"allocate","pod":"s1","user":"sue","queue":"root.q","resources":{"cpu":"1"}}`,
+		`{"op":"allocate","pod":"x","user":"ann","queue":"root.q","resources":{"cpu":"1"}}`,
+		`{"op":"config","config":` + jsonString(fairQueue) + `}`,
+		`{"op":"allocate","pod":"s2","user":"sue","queue":"root.q","resources":{"cpu":"1"}}`,
+		`{"op":"allocate","pod":"b1","user":"bob","queue":"root.q","resources":{"cpu":"1"}}`,
+		`{"op":"release","pod":"x"}`,
+	}, "\n")
+	got := replay(t, plain, trace, Options{Requeue: true})
+	want := `{"pod":"b1","allowed":true}`
+	for i, line := range got {
+		if strings.HasPrefix(line, `{"pod":"x","released":true}`) {
+			if i+1 >= len(got) || got[i+1] != want {
+				t.Fatalf("after x's release got:\n%s\nwant next %s", strings.Join(got[i:], "\n"), want)
+			}
+			return
+		}
+	}
+	t.Fatalf("x was not released:\n%s", strings.Join(got, "\n"))
+}

@@ -189,8 +189,9 @@ func (s *sim) emit(v any) {
 func (s *sim) setConfig(cfg *queueconfig.Config, p *queueconfig.Partition) {
 	s.partition = p
 	s.policy = placement.New(p, defaultQueue)
-	// The whole config, its quota trees included.
-	if err := s.ledger.Manager().Enforce(cfg, p.Name); err != nil {
+	// The whole config, its quota trees included; the usage history
+	// follows it (ledger.Syncer).
+	if err := s.ledger.Enforce(cfg, p.Name); err != nil {
 		panic(err) // loadConfig found the partition in cfg
 	}
 }

@@ -83,8 +83,9 @@ func (pl *Plugin) onConfigMap(logger klog.Logger, obj interface{}) {
 		return // a resync or a change elsewhere in the ConfigMap
 	}
 	// Config, partition and elastic flag go in force as one value
-	// (parseConfigMap made sure the partition is there).
-	if err := pl.ugm.Enforce(cfg, pl.args.Partition); err != nil {
+	// (parseConfigMap made sure the partition is there), and the usage
+	// history follows it (it records only while a queue is fair).
+	if err := pl.ledger.Enforce(cfg, pl.args.Partition); err != nil {
 		logger.Error(err, "Queue config not applied", "configMap", klog.KObj(cm))
 		return
 	}

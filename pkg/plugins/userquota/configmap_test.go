@@ -13,6 +13,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/userquota/userquota/pkg/fairshare"
 )
 
 // roomierConfig is sandboxConfig with sue's limit raised to 3 cpu and a
@@ -445,5 +447,32 @@ func TestConfigNotHeldWithoutConfigMap(t *testing.T) {
 	}
 	if err := e.pl.held.configError(); err != nil {
 		t.Errorf("held for the config: %v", err)
+	}
+}
+
+// TestConfigReloadTurnsFairnessOn: without a fair queue the usage history
+// records nothing; a reload that makes root.sandbox fair starts it from
+// the pods that run (sue's 2 cpu of its 4: key 0.5), and one that takes
+// fairness away stops it again.
+func TestConfigReloadTurnsFairnessOn(t *testing.T) {
+	e := newEnv(t, envOptions{config: sandboxConfig})
+	held := userPod("held", "sue", "", "sandbox", "2")
+	e.mustSchedule(held)
+	e.bind(held)
+	e.barrier()
+	if e.pl.fair.Recording() || e.pl.fair.Len() != 0 {
+		t.Fatalf("no fair queue, yet recording %v with %d histories", e.pl.fair.Recording(), e.pl.fair.Len())
+	}
+	fair := strings.Replace(sandboxConfig, "      maxapplications: 3\n", "      maxapplications: 3\n      properties: {userquota.fairness: user}\n", 1)
+	e.setConfig(fair)
+	e.waitConfig(fair)
+	sue := fairshare.Key{Queue: "root.sandbox", Name: "sue"}
+	if got := e.pl.fair.Key(sue); got != 0.5 {
+		t.Errorf("sue's key after fairness came on: %v, want 0.5 (her running 2 cpu of 4)", got)
+	}
+	e.setConfig(sandboxConfig)
+	e.waitConfig(sandboxConfig)
+	if e.pl.fair.Recording() || e.pl.fair.Len() != 0 {
+		t.Errorf("fairness off again, yet recording %v with %d histories", e.pl.fair.Recording(), e.pl.fair.Len())
 	}
 }
