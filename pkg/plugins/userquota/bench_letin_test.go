@@ -29,13 +29,13 @@ func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.St
 	args.SetDefaults()
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	activate := func(_ klog.Logger, ps map[string]*v1.Pod) { *activated += len(ps) }
-	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: corelisters.NewPodLister(pods),
+	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: corelisters.NewPodLister(pods), requests: testRequests,
 		held:    newHolds(clock.RealClock{}, activate, 0),
 		gangs:   newGangBook(clock.RealClock{}),
 		reclaim: newReclaimBook(clock.RealClock{}, activate),
 		status:  newStatusWriter(fake.NewClientset(), nil, &events.FakeRecorder{}, func() bool { return false }),
 	}
-	pl.elastic = newElasticQuotas(m, clock.RealClock{})
+	pl.elastic = newElasticQuotas(m, clock.RealClock{}, testRequests)
 	return pl, pods
 }
 

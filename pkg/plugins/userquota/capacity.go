@@ -17,6 +17,8 @@ type capacity struct {
 	mu      sync.Mutex
 	nodes   map[string]nodeCapacity
 	foreign map[types.UID]foreignPod
+	// requests sums a foreign pod's requests.
+	requests podRequests
 }
 
 type nodeCapacity struct {
@@ -30,8 +32,8 @@ type foreignPod struct {
 	requests resources.Vector
 }
 
-func newCapacity() *capacity {
-	return &capacity{nodes: map[string]nodeCapacity{}, foreign: map[types.UID]foreignPod{}}
+func newCapacity(requests podRequests) *capacity {
+	return &capacity{nodes: map[string]nodeCapacity{}, foreign: map[types.UID]foreignPod{}, requests: requests}
 }
 
 // setNode records a node; it reports whether the capacity changed.
@@ -77,7 +79,7 @@ func (c *capacity) setForeign(pod *v1.Pod) bool {
 	var req resources.Vector
 	if running {
 		var err error
-		if req, err = podResources(pod); err != nil {
+		if req, err = c.requests.of(pod); err != nil {
 			running = false
 		}
 	}

@@ -45,10 +45,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/clock"
 	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
@@ -83,6 +85,9 @@ type Plugin struct {
 	profile string
 	ledger  *ledger.Ledger
 	ugm     *ugm.Manager
+	// requests sums a pod's requests under the scheduler's feature
+	// gates, read once (requests.go).
+	requests podRequests
 	// podsSynced reports whether the pod handler saw every existing pod;
 	// podsSyncedCh is closed then (waitPodsSynced).
 	podsSynced   func() bool
@@ -137,19 +142,21 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		return nil, err
 	}
 	m := ugm.New()
+	requests := newPodRequests(feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	pl := &Plugin{
-		handle:  h,
-		args:    args,
-		profile: h.ProfileName(),
-		ledger:  ledger.New(m),
-		ugm:     m,
-		pods:    h.SharedInformerFactory().Core().V1().Pods().Lister(),
-		held:    newHolds(c, h.Activate, args.Starvation()),
-		placed:  newPlacedPods(),
-		gangs:   newGangBook(c),
-		elastic: newElasticQuotas(m, c),
-		reclaim: newReclaimBook(c, h.Activate),
-		waits:   newWaits(c),
+		handle:   h,
+		args:     args,
+		profile:  h.ProfileName(),
+		ledger:   ledger.New(m),
+		ugm:      m,
+		pods:     h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		held:     newHolds(c, h.Activate, args.Starvation()),
+		placed:   newPlacedPods(),
+		gangs:    newGangBook(c),
+		elastic:  newElasticQuotas(m, c, requests),
+		requests: requests,
+		reclaim:  newReclaimBook(c, h.Activate),
+		waits:    newWaits(c),
 	}
 	pl.held.onLetIn = pl.waits.letIn
 	pl.newFairShare(c)

@@ -4,18 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/placement"
 	"github.com/userquota/userquota/pkg/podmeta"
 	"github.com/userquota/userquota/pkg/queueconfig"
-	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -41,7 +36,7 @@ func (pl *Plugin) podRequest(pod *v1.Pod, cfg *queueconfig.Partition, queues pla
 	if err != nil {
 		return req, err
 	}
-	res, err := podResources(pod)
+	res, err := pl.requests.of(pod)
 	if err != nil {
 		return req, err
 	}
@@ -191,38 +186,4 @@ func podApp(pod *v1.Pod) ugm.AppKey {
 	}
 	key.ID = "pod/" + string(pod.UID)
 	return key
-}
-
-// podRequestLists are maps for PodRequests to sum a pod's requests in
-// (its Reuse option), cleared and refilled: a new one, grown entry by
-// entry, was two or three allocations per pod.
-var podRequestLists = sync.Pool{New: func() any { return v1.ResourceList{} }}
-
-// podsID is the pods resource, which every pod's charge counts one of.
-var podsID = resources.Intern(resources.Pods)
-
-// podResources is the pod's request as kube-scheduler computes it (the
-// larger of init and regular containers, plus overhead, honouring pod-level
-// resources and in-place resize as the scheduler's feature gates say), plus
-// one pod.
-func podResources(pod *v1.Pod) (resources.Vector, error) {
-	// PodRequests adds and compares quantities as decimals: a hostile
-	// exponent ("1e2000000000" beside "1Gi") would build a number of that
-	// many digits. Every quantity it reads is checked first.
-	if err := resources.CheckPodRequests(pod); err != nil {
-		return nil, fmt.Errorf("pod %s/%s request: %w", pod.Namespace, pod.Name, err)
-	}
-	reuse := podRequestLists.Get().(v1.ResourceList)
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
-		UseStatusResources: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling),
-		InPlacePodLevelResourcesVerticalScalingEnabled: utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodLevelResourcesVerticalScaling),
-		SkipPodLevelResources:                          !utilfeature.DefaultFeatureGate.Enabled(features.PodLevelResources),
-		Reuse:                                          reuse,
-	})
-	v, err := resources.FromResourceListWith(reqs, podsID, 1)
-	podRequestLists.Put(reuse)
-	if err != nil {
-		return nil, fmt.Errorf("pod request: %w", err)
-	}
-	return v, nil
 }

@@ -133,7 +133,7 @@ func (pl *Plugin) onPodPrepared(logger klog.Logger, obj interface{}, pre *prepar
 			// On its way out: reclaim does not count it (reclaim.go).
 			pl.reclaim.markLeaving(pod.UID, c.Request)
 		}
-		res, err := podResources(pod)
+		res, err := pl.requests.of(pod)
 		if err != nil || c.Request.Resources.Equal(res) {
 			return
 		}
@@ -212,7 +212,7 @@ func (pl *Plugin) boundPodRequest(logger klog.Logger, pod *v1.Pod, pre *prepared
 	if placed, perr := pl.placePod(pod, cfg, pl.queues(), user, groups, placement.Options{SkipACL: true}); perr == nil {
 		queue, create = placed.Queue, placed.Create
 	}
-	res, rerr := podResources(pod)
+	res, rerr := pl.requests.of(pod)
 	if rerr != nil {
 		res = nil
 	}

@@ -95,7 +95,7 @@ func (pl *Plugin) checkResize(pod *v1.Pod) (dao.ResizeCheck, error) {
 		return answer, nil
 	}
 	answer.Charged = true
-	res, err := podResources(pod)
+	res, err := pl.requests.of(pod)
 	if err != nil {
 		answer.Fits, answer.Reason = false, err.Error()
 		return answer, nil

@@ -71,12 +71,12 @@ type elasticQuotas struct {
 	scaled map[string]bool
 }
 
-func newElasticQuotas(m *ugm.Manager, c clock.Clock) *elasticQuotas {
+func newElasticQuotas(m *ugm.Manager, c clock.Clock, requests podRequests) *elasticQuotas {
 	return &elasticQuotas{
 		ugm:            m,
 		clock:          c,
 		pending:        newPendingPods(),
-		capacity:       newCapacity(),
+		capacity:       newCapacity(requests),
 		gauges:         &metrics.ShareGauges{},
 		kick:           make(chan struct{}, 1),
 		capacitySynced: func() bool { return true },
