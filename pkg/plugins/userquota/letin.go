@@ -169,7 +169,13 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 			if pl.held.get(pod.UID) != nil {
 				pl.holdPod(pod, req, reason, false)
 			}
+			if v := logger.V(5); v.Enabled() {
+				v.Info("Held pod stays held", "pod", klog.KObj(pod), "reason", reason.Error())
+			}
 			continue
+		}
+		if v := logger.V(5); v.Enabled() {
+			v.Info("Held pod admitted", "pod", klog.KObj(pod))
 		}
 		entry := pl.held.letIn(pod.UID)
 		if entry == nil {

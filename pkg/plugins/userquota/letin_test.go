@@ -2,6 +2,7 @@ package userquota
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 
@@ -510,5 +512,35 @@ func TestAdmitStaleCopyOfBoundPod(t *testing.T) {
 				t.Errorf("gang a runs its minimum and still holds a reservation (%v)", held)
 			}
 		})
+	}
+}
+
+// TestLetInLogsEachDecision: at V(5) the let-in says what it decided for
+// each held pod it tried, and why one stays held; below V(5) it says
+// nothing of them.
+func TestLetInLogsEachDecision(t *testing.T) {
+	e := newEnv(t, envOptions{config: perUserConfig})
+	big := userPod("sue-big", "sue", "", "sandbox", "2")
+	e.mustSchedule(big)
+	e.bind(big)
+	waits := userPod("sue-waits", "sue", "", "sandbox", "1")
+	e.pending(waits)
+	if _, s := e.preFilter(waits); s.IsSuccess() {
+		t.Fatal("sue-waits fits beside sue-big")
+	}
+	e.barrier()
+	for _, tc := range []struct {
+		verbosity int
+		want      string
+	}{
+		{5, `Held pod stays held pod="ns1/sue-waits" reason="user \"sue\" would exceed maxresources in root.sandbox`},
+		{4, ""},
+	} {
+		logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(tc.verbosity), ktesting.BufferLogs(true)))
+		e.pl.letIn(logger, e.pl.held.all(queueOrder{e.pl.ugm}), true)
+		got := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+		if tc.want == "" && strings.Contains(got, "Held pod") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("V(%d) logged:\n%s\nwant %q", tc.verbosity, got, tc.want)
+		}
 	}
 }
