@@ -75,12 +75,10 @@ type History struct {
 
 	mu sync.Mutex
 	// part is the partition the caches below were built for; gen counts
-	// its changes (keys computed under an older gen are stale). fair is
-	// whether any of part's queues or child templates orders users.
+	// its changes (keys computed under an older gen are stale).
 	part   *queueconfig.Partition
 	gen    uint64
 	reset  bool
-	fair   bool
 	queues map[string]*queueconfig.Fairness // what a queue sets itself, nil: none
 	leaves map[string]leafFairness          // what is in force for a leaf
 	// chains are, by leaf, the queues whose histories a charge there
@@ -166,10 +164,11 @@ func (h *History) Sync(live iter.Seq[*ugm.Request]) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.refresh()
-	if h.fair != h.dormant.Load() {
+	fair := anyFair(h.part)
+	if fair != h.dormant.Load() {
 		return
 	}
-	if !h.fair {
+	if !fair {
 		h.entries = newEntries()
 		clear(h.changed)
 		h.dormant.Store(true)
@@ -327,7 +326,6 @@ func (h *History) refresh() {
 	h.part = p
 	h.gen++
 	h.reset = true
-	h.fair = anyFair(p)
 	clear(h.queues)
 	clear(h.leaves)
 	clear(h.chains)

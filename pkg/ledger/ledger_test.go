@@ -294,8 +294,9 @@ func (s *syncTape) Sync(live iter.Seq[*ugm.Request]) {
 }
 
 // TestEnforceSyncs: Enforce puts the config in force and gives each
-// Syncer the charges live then (not the released, not the refused); a
-// config without the partition changes nothing and syncs nobody.
+// Syncer the charges live then (not the released, not the refused), and
+// tells an observer that is no Syncer nothing; a config without the
+// partition changes nothing and syncs nobody.
 func TestEnforceSyncs(t *testing.T) {
 	l := newLedger(t)
 	var s syncTape
@@ -315,6 +316,7 @@ func TestEnforceSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, _ = l.Release("p4")
+	told := len(plain)
 	looser := queueconfigtest.MustParse(t, strings.Replace(config, "vcore: 2", "vcore: 8", 1))
 	if err := l.Enforce(looser, "nope"); err == nil || len(s.syncs) != 0 {
 		t.Fatalf("a config without the partition: err %v, syncs %q", err, s.syncs)
@@ -325,6 +327,9 @@ func TestEnforceSyncs(t *testing.T) {
 	want := []string{"a cpu=1,pods=1", "b cpu=3,pods=1"}
 	if len(s.syncs) != 1 || strings.Join(s.syncs[0], " ") != strings.Join(want, " ") {
 		t.Fatalf("synced %q, want once with %q", s.syncs, want)
+	}
+	if len(plain) != told {
+		t.Errorf("an observer that is no Syncer was told %q by Enforce", plain[told:])
 	}
 	if err := l.Allocate("p2", req("sue", "a", cpu(t, "5"))); err != nil {
 		t.Errorf("the new config is not in force: %v", err)
