@@ -410,6 +410,10 @@ func (e *env) waitConfig(yaml string) {
 		c := e.pl.Config()
 		return c != nil && c.Checksum == want
 	})
+	// ledger.Enforce shows the config before it syncs the ledger's
+	// observers (the usage history), under the ledger's lock: passing
+	// through that lock waits for the sync too.
+	e.pl.ledger.Get("")
 }
 
 // configMap is the plugin's ConfigMap (default location) holding yaml.
