@@ -100,6 +100,9 @@ type history struct {
 	// violation is the first invariant broken, with both sides.
 	violation string
 	onViolate func(string)
+	// explainWait, when set, says what the scheduler reports of a pod
+	// that broke the wait invariant (runner.explainWait).
+	explainWait func(ns, name string) string
 	// noScheduler is set while the harness runs no scheduler replica.
 	noScheduler bool
 	// skew, for the self-test only, changes the limits the checks use.
@@ -444,13 +447,22 @@ func (h *history) podsOf(w who, q string) string {
 	return strings.Join(lines, "\n")
 }
 
-func (h *history) violate(msg string) {
+func (h *history) violate(msg string) { h.violateExplained(msg, nil) }
+
+// violateExplained is violate with explain's text (nil: none) added to
+// the message onViolate gets; explain runs outside h.mu, before it.
+func (h *history) violateExplained(msg string, explain func() string) {
 	if h.violation != "" {
 		return
 	}
 	h.violation = msg
 	if h.onViolate != nil {
-		go h.onViolate(msg)
+		go func() {
+			if explain != nil {
+				msg += explain()
+			}
+			h.onViolate(msg)
+		}()
 	}
 }
 
@@ -575,9 +587,13 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			h.c.longestFitWaitPod = p.ns + "/" + p.name
 		}
 		if wait > maxWait {
-			h.violate(fmt.Sprintf("pod %s/%s (user %s, groups %v, queue %s, app %s, request %s) has fitted every limit for %.1fs and is still not bound (refused before: %v %q)\n  user's pods on %s:\n%s",
+			var explain func() string
+			if h.explainWait != nil {
+				explain = func() string { return h.explainWait(p.ns, p.name) }
+			}
+			h.violateExplained(fmt.Sprintf("pod %s/%s (user %s, groups %v, queue %s, app %s, request %s) has fitted every limit for %.1fs and is still not bound (refused before: %v %q)\n  user's pods on %s:\n%s",
 				p.ns, p.name, p.charge.user, p.charge.groups, p.charge.queue, p.charge.app, p.charge.res, wait.Seconds(), p.refused, p.refusal,
-				"root", h.podsOf(who{kind: "user", name: p.charge.user}, "root")))
+				"root", h.podsOf(who{kind: "user", name: p.charge.user}, "root")), explain)
 			return
 		}
 	}

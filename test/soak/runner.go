@@ -114,6 +114,7 @@ func (r *runner) run(ctx context.Context, cancel func()) int {
 
 	first := r.nextConfig()
 	r.h = newHistory(first, r.violate)
+	r.h.explainWait = r.explainWait
 	r.h.addVersion(first)
 	switch o.selftest {
 	case "":
@@ -694,8 +695,9 @@ func (r *runner) quiet(ctx context.Context, name string, after *faultEnd) {
 			if l != nil {
 				who = "scheduler-" + l.slot
 			}
-			msg := fmt.Sprintf("quiet check %s: after %s the leader's usage (%s) still differs from the usage recomputed from the API server's pods on %d entries (largest: %d pods):\n  %s\n  pending pods that fit: %v\nthe pods of the applications in question (etcd history):\n%s%s",
-				name, r.o.settleTimeout, who, entries, maxPods, strings.Join(lines, "\n  "), r.h.fittingPending(), r.h.explain(apps), r.h.explainTrees(lines))
+			fitting := r.h.fittingPending()
+			msg := fmt.Sprintf("quiet check %s: after %s the leader's usage (%s) still differs from the usage recomputed from the API server's pods on %d entries (largest: %d pods):\n  %s\n  pending pods that fit: %v%s\nthe pods of the applications in question (etcd history):\n%s%s",
+				name, r.o.settleTimeout, who, entries, maxPods, strings.Join(lines, "\n  "), fitting, r.explainPending(fitting), r.h.explain(apps), r.h.explainTrees(lines))
 			r.violate(msg)
 			return
 		}

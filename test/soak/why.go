@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/userquota/userquota/pkg/hold"
+	"github.com/userquota/userquota/pkg/rest/dao"
+)
+
+// whyHops bounds how many pods a wait violation's report follows: the
+// pod, then the pod the scheduler says it waits behind.
+const whyHops = 2
+
+// explainWait is what the leading scheduler says of a pod that broke the
+// wait invariant (GET the why endpoint), and of the pod it says the pod
+// waits behind. The checker reads pod statuses, which the status writer
+// (20 writes a second) may not have caught up with; the scheduler's own
+// answer, checked now, tells a pod held by policy from a lost let-in.
+func (r *runner) explainWait(ns, name string) string {
+	var b strings.Builder
+	for range whyHops {
+		line, ahead := r.why(ns, name)
+		fmt.Fprintf(&b, "\n  the scheduler says of %s/%s: %s", ns, name, line)
+		if ahead == "" {
+			break
+		}
+		ns, name, _ = strings.Cut(ahead, "/")
+	}
+	return b.String()
+}
+
+// explainPending is explainWait for the first few of pods (namespace/name),
+// pending pods that fit, for a quiet check's report.
+func (r *runner) explainPending(pods []string) string {
+	var b strings.Builder
+	for i, p := range pods {
+		if i == whyPending {
+			fmt.Fprintf(&b, "\n  (and %d more)", len(pods)-i)
+			break
+		}
+		ns, name, _ := strings.Cut(p, "/")
+		b.WriteString(r.explainWait(ns, name))
+	}
+	return b.String()
+}
+
+// whyPending bounds how many pending pods a quiet check's report asks
+// the scheduler about.
+const whyPending = 5
+
+// why asks the leader about one pod: a line for the report, and the
+// namespace/name of the pod it waits behind ("" when none).
+func (r *runner) why(ns, name string) (line, ahead string) {
+	leader := r.c.leader()
+	if leader == nil {
+		return "no leader to ask", ""
+	}
+	path := strings.NewReplacer("{partition}", "default", "{namespace}", ns, "{name}", name).Replace(dao.WhyPath)
+	code, body, err := r.c.restGet(leader, path)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("GET %s: %v", path, err), ""
+	case code != http.StatusOK:
+		return fmt.Sprintf("GET %s: HTTP %d: %.300s", path, code, body), ""
+	}
+	return whyLine(body)
+}
+
+// whyLine renders a PodExplanation for a violation's report.
+func whyLine(body []byte) (line, ahead string) {
+	var e dao.PodExplanation
+	if err := json.Unmarshal(body, &e); err != nil {
+		return fmt.Sprintf("unreadable answer (%v): %.300s", err, body), ""
+	}
+	line = fmt.Sprintf("%s: %s", e.State, e.Message)
+	h := e.Held
+	if h == nil {
+		return line, ""
+	}
+	line += fmt.Sprintf(" [held %s since %s, %d of %d held in its queue; reason checked now: %s]",
+		h.Kind, h.Since.UTC().Format("15:04:05.000"), h.Position, h.QueueHeld, h.Reason)
+	if h.Kind == string(hold.KindBehind) {
+		if _, rest, ok := strings.Cut(h.Reason, hold.BehindPrefix); ok {
+			ahead, _, _ = strings.Cut(rest, ",")
+		}
+	}
+	return line, ahead
+}
