@@ -2,6 +2,7 @@ package hold
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -107,6 +108,10 @@ type Book struct {
 	rekey func(k fairshare.Key, key float64)
 	// seq numbers the pods as the book first takes them (Pod.Seq).
 	seq uint64
+	// behind finds, by the key of a starving pod, the pods held behind
+	// it (a *BehindError naming it), whatever limit holds that pod now:
+	// it may be held again by another limit after they were.
+	behind map[string]map[*Pod]struct{}
 }
 
 // lanes are the pods held by one limit, lane by lane.
@@ -163,7 +168,7 @@ func historyBefore(a, b fairshare.Key) bool {
 // starvation (0: never).
 func NewBook(starvation time.Duration) *Book {
 	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, bySince: map[Kind]*btree.BTreeG[firstHeld]{},
-		starvation: starvation, lanesOf: map[fairshare.Key]map[*lane]struct{}{}}
+		starvation: starvation, lanesOf: map[fairshare.Key]map[*lane]struct{}{}, behind: map[string]map[*Pod]struct{}{}}
 }
 
 // firstHeld is a pod's place in its kind's bySince.
@@ -278,6 +283,22 @@ func (b *Book) insert(p *Pod) {
 	l.pods.ReplaceOrInsert(p)
 	p.lane = l
 	ls.n++
+	if k := starvingKey(p); k != "" {
+		if b.behind[k] == nil {
+			b.behind[k] = map[*Pod]struct{}{}
+		}
+		b.behind[k][p] = struct{}{}
+	}
+}
+
+// starvingKey is the key of the pod p is held behind, "" when p is not
+// held behind a pod.
+func starvingKey(p *Pod) string {
+	var e *BehindError
+	if p.kind != KindBehind || !errors.As(p.Reason, &e) {
+		return ""
+	}
+	return e.Pod.Key
 }
 
 // unlink takes p out of its lane.
@@ -287,6 +308,12 @@ func (b *Book) unlink(p *Pod) {
 		return
 	}
 	p.lane = nil
+	if k := starvingKey(p); k != "" {
+		delete(b.behind[k], p)
+		if len(b.behind[k]) == 0 {
+			delete(b.behind, k)
+		}
+	}
 	l.pods.Delete(p)
 	ls := l.in
 	ls.n--
@@ -434,6 +461,27 @@ func (b *Book) Released(released *ugm.Request, window int, order Order) []*Pod {
 func (b *Book) Blocked(p *Pod, window int, order Order) []*Pod {
 	b.sync()
 	out := b.collect(p.block, window, nil, map[string]bool{})
+	sortForLetIn(out, order)
+	return out
+}
+
+// HasBehind reports whether pods are held behind the pod key.
+func (b *Book) HasBehind(key string) bool { return len(b.behind[key]) > 0 }
+
+// Behind returns the pods held behind the pod key (a *BehindError naming
+// it), in let-in order: when that pod is let in or goes, they need not
+// wait any more. It finds them whatever limit holds that pod now, which
+// may not be the one it was held by when they were held behind it.
+func (b *Book) Behind(key string, order Order) []*Pod {
+	b.sync()
+	set := b.behind[key]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]*Pod, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
 	sortForLetIn(out, order)
 	return out
 }

@@ -354,3 +354,43 @@ func TestAffects(t *testing.T) {
 		}
 	}
 }
+
+// TestBehind: the pods held behind a starving pod are found by its key,
+// in let-in order, whichever limit holds it now; a pod held again for
+// another reason, or taken out, is behind it no more.
+func TestBehind(t *testing.T) {
+	b := NewBook(time.Minute)
+	big := held("big", "ann", "root.b", "x", 0, 0, userLimit("ann"))
+	b.Hold(big, t0)
+	behind := func(name string, minutes int) *Pod {
+		return held(name, "ann", "root.a", name, 0, minutes, &BehindError{Pod: b.Get("big")})
+	}
+	b.Hold(behind("s2", 2), t0)
+	b.Hold(behind("s1", 1), t0)
+	b.Hold(behind("s3", 3), t0)
+	b.Hold(held("other", "bob", "root.a", "o", 0, 0, userLimit("bob")), t0)
+	check := func(step, want string) {
+		t.Helper()
+		if got := keys(b.Behind("big", nil)); got != want {
+			t.Errorf("%s: Behind = %q, want %q", step, got, want)
+		}
+		if got := b.HasBehind("big"); got != (want != "") {
+			t.Errorf("%s: HasBehind = %v", step, got)
+		}
+	}
+	check("held behind big", "s1 s2 s3")
+	// Held again by root.b's max: the pods behind it are still found.
+	b.Hold(held("big", "ann", "root.b", "x", 0, 0, queueMax("root.b", 1000)), t0)
+	check("big held by another limit", "s1 s2 s3")
+	b.Hold(held("s2", "ann", "root.a", "s2", 0, 2, userLimit("ann")), t0)
+	check("s2 held by a limit", "s1 s3")
+	b.Remove("s3")
+	check("s3 let in", "s1")
+	b.SetFair(nil) // lanes rebuilt
+	check("after the lanes are rebuilt", "s1")
+	b.Remove("s1")
+	check("s1 let in", "")
+	if got := keys(b.Behind("other", nil)); got != "" {
+		t.Errorf("Behind(other) = %q, want none", got)
+	}
+}

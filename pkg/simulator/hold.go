@@ -180,23 +180,11 @@ func (s *sim) letInPass(cands []*hold.Pod, sieve hold.Sieve) {
 		}
 	}
 	for _, c := range opened {
-		if behind := s.behind(c); len(behind) > 0 {
+		if behind := s.book.Behind(c.Key, queueOrder{s}); len(behind) > 0 {
 			s.letIn(behind)
 		}
 	}
 	s.letInOpened()
-}
-
-// behind returns the pods held behind p (a *hold.BehindError naming p),
-// in let-in order.
-func (s *sim) behind(p *hold.Pod) []*hold.Pod {
-	var out []*hold.Pod
-	for _, b := range s.book.Blocked(p, hold.Window, queueOrder{s}) {
-		if e, ok := b.Reason.(*hold.BehindError); ok && e.Pod.Key == p.Key {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // refreshPending places every held pod again after a config line, so that

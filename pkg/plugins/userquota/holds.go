@@ -178,11 +178,18 @@ func (h *holds) released(req *ugm.Request, order hold.Order) []*hold.Pod {
 	return h.book.Released(req, hold.Window, order)
 }
 
-// blocked returns the pods held on the same limit as p, in order.
-func (h *holds) blocked(p *hold.Pod, order hold.Order) []*hold.Pod {
+// hasBehind reports whether pods are held behind the pod key.
+func (h *holds) hasBehind(key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.book.Blocked(p, hold.Window, order)
+	return h.book.HasBehind(key)
+}
+
+// behind returns the pods held behind the pod key, in order.
+func (h *holds) behind(key string, order hold.Order) []*hold.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.book.Behind(key, order)
 }
 
 // all returns every held pod, in order.

@@ -193,11 +193,17 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 		}
 	}
 	pl.held.send(logger, sentInOrder(in))
-	// Pods held behind a starving pod that was let in may go now.
 	for _, c := range opened {
-		if behind := pl.behind(c); len(behind) > 0 {
-			pl.letIn(logger, behind, false)
-		}
+		pl.openBehind(logger, c.Key)
+	}
+}
+
+// openBehind lets in what fits of the pods held behind the pod key (the
+// starvation barrier), which was let in or is gone: no room is kept for
+// it any more. Not under the scheduling queue's lock (Activate takes it).
+func (pl *Plugin) openBehind(logger klog.Logger, key string) {
+	if behind := pl.held.behind(key, queueOrder{pl.ugm}); len(behind) > 0 {
+		pl.letIn(logger, behind, false)
 	}
 }
 
@@ -234,17 +240,6 @@ func (pl *Plugin) current(p *hold.Pod) *v1.Pod {
 		return nil
 	}
 	return pod
-}
-
-// behind returns the pods held behind p (KindBehind on p's limit).
-func (pl *Plugin) behind(p *hold.Pod) []*hold.Pod {
-	var out []*hold.Pod
-	for _, b := range pl.held.blocked(p, queueOrder{pl.ugm}) {
-		if e, ok := b.Reason.(*hold.BehindError); ok && e.Pod.Key == p.Key {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // onRelease lets in the held pods the release of released may admit, and
@@ -348,10 +343,7 @@ func (pl *Plugin) forgetPod(logger klog.Logger, uid types.UID) {
 	pl.dropRoom(logger, uid)
 	pl.status.forget(uid)
 	if entry != nil {
-		// Pods held behind it (starvation) need not wait any more.
-		if behind := pl.behind(entry); len(behind) > 0 {
-			pl.letIn(logger, behind, false)
-		}
+		pl.openBehind(logger, entry.Key)
 	}
 }
 

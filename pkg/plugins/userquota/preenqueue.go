@@ -46,8 +46,13 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	}
 	if reason == nil {
 		logger := klog.FromContext(ctx)
-		if pl.held.letIn(pod.UID) != nil {
+		if entry := pl.held.letIn(pod.UID); entry != nil {
 			logger.V(4).Info("Pod let in", "pod", klog.KObj(pod))
+			if pl.held.hasBehind(entry.Key) {
+				// Let in here, not by a let-in: the pods held behind it
+				// are tried off the queue's lock.
+				go pl.openBehind(logger, entry.Key)
+			}
 		}
 		if echo {
 			// Let in during its cycle: this call may be the queue putting
