@@ -84,6 +84,9 @@ type freed struct {
 	until time.Time
 	// gone is a reserved gang whose last pod the release took.
 	gone *simGang
+	// withdrawn is a held pod the release took: the pods held behind it
+	// (a starving pod) are tried.
+	withdrawn string
 }
 
 // after carries out what follows a line's output, in the plugin's order:
@@ -96,6 +99,12 @@ func (s *sim) after(f *freed) {
 	}
 	if f.gone != nil {
 		s.gangGone(f.gone)
+	}
+	if f.withdrawn != "" && s.opts.Requeue {
+		// As the plugin's forgetPod: no room is kept for it any more.
+		if behind := s.book.Behind(f.withdrawn, queueOrder{s}); len(behind) > 0 {
+			s.letIn(behind)
+		}
 	}
 	if s.opts.Requeue && (f.all || f.released != nil) {
 		s.letInAfter(f)

@@ -148,9 +148,9 @@ func TestShareChangeLetsIn(t *testing.T) {
 	})
 }
 
-// TestWithdrawnBarrier: a starving pod withdrawn by a release frees
-// nothing, so the pod held behind it waits for the next release of its
-// limit, as in the plugin (a deleted held pod lets nothing in).
+// TestWithdrawnBarrier: a starving pod withdrawn by a release frees no
+// room, but keeps none either: the pod held behind it is tried at once,
+// as the plugin does when a held pod is deleted (forgetPod).
 func TestWithdrawnBarrier(t *testing.T) {
 	got := runLines(t, starving, Options{Requeue: true, Starvation: time.Minute},
 		units("x1", "root.q", "2"),
@@ -170,7 +170,7 @@ func TestWithdrawnBarrier(t *testing.T) {
 		`{"pod":"x2","released":true}`,
 		`{"pod":"s1","allowed":false,"reason":"waiting behind pod big, ...`,
 		`{"pod":"big","released":false}`,
-		`{"pod":"x1","released":true}`,
 		`{"pod":"s1","allowed":true}`,
+		`{"pod":"x1","released":true}`,
 	})
 }

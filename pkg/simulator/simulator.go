@@ -291,11 +291,7 @@ func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	if p := s.pendingByName[l.Pod]; p != nil {
 		s.dropPending(p)
 		s.estimateDrop(p.name)
-		out := releasedLine{Pod: l.Pod, Released: false}
-		if g := s.leave(l.Pod); g != nil {
-			return out, &freed{gone: g}
-		}
-		return out, nil
+		return releasedLine{Pod: l.Pod, Released: false}, &freed{gone: s.leave(l.Pod), withdrawn: p.name}
 	}
 	// The shares before the release, to tell whether it changed one (the
 	// plugin's recompute lets in the pods held by a share then).
