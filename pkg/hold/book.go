@@ -581,8 +581,9 @@ func sortForLetIn(pods []*Pod, order Order) {
 	}
 }
 
-// barrierScan bounds how many pods that can never fit Barrier passes over
-// at the head of a limit.
+// barrierScan bounds how many pods that can never fit, or are held by the
+// same user's or group's limit on another queue, Barrier passes over at
+// the head of a limit.
 const barrierScan = 64
 
 // Barrier returns the pod whose kept room a pod with key, req, priority
@@ -604,7 +605,7 @@ func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, no
 		var head *Pod
 		n := 0
 		b.ascend(k, func(p *Pod) bool {
-			if p.Request != nil && canEverFit(p.Reason) {
+			if p.Request != nil && canEverFit(p.Reason) && inScope(p.Reason, req) {
 				head = p
 				return false
 			}

@@ -279,6 +279,11 @@ func TestBarrier(t *testing.T) {
 			held("other", "bob", "root.b", "y", 0, 5, nil), ""},
 		{"the starving pod itself is not held back", held("big", "ann", "root.a", "x", 0, 0, queueMax("root.a", 3000)), now.Add(-2 * wait),
 			held("big", "ann", "root.a", "x", 0, 0, nil), ""},
+		// userLimit is ann's limit on root.a.
+		{"a user's pod under the queue of the user's limit is held back", held("big", "ann", "root.a", "x", 0, 0, userLimit("ann")), now.Add(-2 * wait),
+			held("small", "ann", "root.a.c", "y", 0, 5, nil), "big"},
+		{"a user's pod elsewhere takes nothing from that limit", held("big", "ann", "root.a", "x", 0, 0, userLimit("ann")), now.Add(-2 * wait),
+			held("small", "ann", "root.b", "y", 0, 5, nil), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBook(wait)
@@ -341,9 +346,13 @@ func TestAffects(t *testing.T) {
 	}{
 		{userLimit("sue"), true},
 		{userLimit("bob"), false},
-		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "dev"}, true},
-		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "ops"}, false},
-		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "*"}, true},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "dev", Queue: "root.a"}, true},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "ops", Queue: "root.a"}, false},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "*", Queue: "root"}, true},
+		// A limit on another queue, or on a queue whose name is a prefix.
+		{&ugm.Refusal{Who: ugm.WhoUser, Name: "sue", Queue: "root.b"}, false},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "dev", Queue: "root.a.bc"}, false},
+		{&ugm.Refusal{Who: ugm.WhoGroup, Name: "dev", Queue: "root.a.b"}, true},
 		{queueMax("root.a", 1), true},
 		{queueMax("root.ab", 1), false},
 		{&ugm.AppConflict{App: ugm.AppKey{Namespace: "ns", ID: "x"}}, true},
@@ -392,5 +401,21 @@ func TestBehind(t *testing.T) {
 	check("s1 let in", "")
 	if got := keys(b.Behind("other", nil)); got != "" {
 		t.Errorf("Behind(other) = %q, want none", got)
+	}
+}
+
+// TestBarrierPassesOtherQueuesLimits: in a user's block, the barrier
+// passes over the user's starving pods held by limits on other queues and
+// stops at the first whose limit the asker counts against.
+func TestBarrierPassesOtherQueuesLimits(t *testing.T) {
+	now := t0.Add(time.Hour)
+	b := NewBook(time.Minute)
+	atB := &ugm.Refusal{Who: ugm.WhoUser, Name: "ann", Queue: "root.b", Limit: ugm.LimitResources, Resource: "cpu", Usage: 2000, Request: 1000, Max: 2000}
+	atRoot := &ugm.Refusal{Who: ugm.WhoUser, Name: "ann", Queue: "root", Limit: ugm.LimitResources, Resource: "cpu", Usage: 8000, Request: 1000, Max: 8000}
+	b.Hold(held("first", "ann", "root.b", "x", 0, 0, atB), t0)
+	b.Hold(held("second", "ann", "root.b", "y", 0, 1, atRoot), t0)
+	small := held("small", "ann", "root.a", "z", 0, 5, nil)
+	if p := b.Barrier(small.Key, small.Request, 0, small.Created, now); p == nil || p.Key != "second" {
+		t.Errorf("Barrier = %v, want second (ann's limit on root)", p)
 	}
 }

@@ -235,6 +235,9 @@ func touched(released *ugm.Request) []block {
 // make room for the pod, and an admission of req would take room from it.
 func Affects(reason error, req *ugm.Request) bool {
 	b := blockOf(reason)
+	if !inScope(reason, req) {
+		return false
+	}
 	switch b.kind {
 	case 'u':
 		return req.User == b.name
@@ -257,6 +260,20 @@ func Affects(reason error, req *ugm.Request) bool {
 	}
 	// Placement waits for a config change or an update of the pod itself.
 	return false
+}
+
+// inScope reports whether req's queue is under the queue of a user or
+// group limit that reason names: a user's limit on root.b is not taken
+// from by the user's pods in root.a. The book indexes user and group
+// limits by name alone (one block for every queue's limit of a user), so
+// the barrier asks this of each pod it finds there. Any other reason, or
+// a refusal that names no queue, is in scope.
+func inScope(reason error, req *ugm.Request) bool {
+	var r *ugm.Refusal
+	if !errors.As(reason, &r) || r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup || r.Queue == "" {
+		return true
+	}
+	return req.Queue == r.Queue || strings.HasPrefix(req.Queue, r.Queue+".")
 }
 
 // canEverFit reports whether the pod's request alone fits the limit that

@@ -655,11 +655,11 @@ func limitCounts(refusal string, c podCharge) bool {
 	}
 	switch {
 	case strings.HasPrefix(msg, "user \""):
-		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "user \""), "\"")
-		return name == c.user
+		name, rest, _ := strings.Cut(strings.TrimPrefix(msg, "user \""), "\"")
+		return name == c.user && underLimitQueue(rest, c)
 	case strings.HasPrefix(msg, "group \""):
-		name, _, _ := strings.Cut(strings.TrimPrefix(msg, "group \""), "\"")
-		return (name == "*" && len(c.groups) > 0) || slices.Contains(c.groups, name)
+		name, rest, _ := strings.Cut(strings.TrimPrefix(msg, "group \""), "\"")
+		return ((name == "*" && len(c.groups) > 0) || slices.Contains(c.groups, name)) && underLimitQueue(rest, c)
 	case strings.HasPrefix(msg, "queue "):
 		q, _, _ := strings.Cut(strings.TrimPrefix(msg, "queue "), " ")
 		return c.queue == q || strings.HasPrefix(c.queue, q+".")
@@ -670,6 +670,20 @@ func limitCounts(refusal string, c podCharge) bool {
 		return treeCounts(c, tree, node)
 	}
 	return false
+}
+
+// underLimitQueue reports whether charge c's queue is under the queue of a
+// user or group limit, from the rest of its refusal message after the
+// name (' would exceed maxresources in root.b: ...'): a user's limit on
+// one queue is not taken from by the user's pods in another (as
+// hold.Affects). A message whose queue cannot be read counts.
+func underLimitQueue(rest string, c podCharge) bool {
+	_, after, ok := strings.Cut(rest, " in ")
+	q, _, ok2 := strings.Cut(after, ":")
+	if !ok || !ok2 || !strings.HasPrefix(q, "root") {
+		return true
+	}
+	return c.queue == q || strings.HasPrefix(c.queue, q+".")
 }
 
 // staticCheck: no user, group or queue is above the loosest limit of the

@@ -428,6 +428,12 @@ func TestLimitCounts(t *testing.T) {
 		{`held by quota: group "g1" would exceed maxresources in root.alpha: cpu 1+1 > 1`, true},
 		{`held by quota: group "*" would exceed maxresources in root: pods 8+1 > 8`, true},
 		{`held by quota: group "g2" would exceed maxresources in root: pods 8+1 > 8`, false},
+		// A user's or group's limit on another queue takes nothing of theirs.
+		{`held by quota: user "u1" would exceed maxresources in root.beta: pods 3+1 > 3`, false},
+		{`held by quota: user "u1" would exceed maxapplications in root.alpha.a1: 2+1 > 2`, true},
+		{`held by quota: group "*" would exceed maxresources in root.beta.b2: pods 4+1 > 4`, false},
+		{`held by quota: group "g1" would exceed maxresources in root.alpha.a: cpu 1+1 > 1`, false},
+		{`held by quota: gang TaskGroups ns/Job/j waits until its minimum of 2 pods (cpu=1,memory=1Gi,pods=2) fits at once: user "u1" would exceed maxresources in root.beta: pods 2+2 > 3`, false},
 		{`held by quota: queue root.alpha would exceed max: cpu 4+1 > 4`, true},
 		{`held by quota: queue root.alpha.a1 would exceed max: cpu 4+1 > 4`, true},
 		{`held by quota: queue root.alp would exceed max: cpu 4+1 > 4`, false},

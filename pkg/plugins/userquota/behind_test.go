@@ -119,3 +119,36 @@ func mustBeBehind(t *testing.T, e *env, pod, ahead *v1.Pod) {
 		t.Fatalf("%s held as %+v, want behind %s", pod.Name, p, ahead.Name)
 	}
 }
+
+// scopedConfig: ann may run 2 cpu in root.b; root.a has no limit.
+var scopedConfig = queueconfigtest.Root(`
+queues:
+- name: default
+- name: a
+- name: b
+  limits:
+  - limit: ann
+    users: [ann]
+    maxresources: {vcore: 2}
+`)
+
+// TestBarrierKeepsToItsLimitsQueue: a starving pod held by its user's
+// limit on root.b keeps that room from the user's pods in root.b only;
+// the user's pods in root.a take nothing from it and are not held.
+func TestBarrierKeepsToItsLimitsQueue(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	e := newEnv(t, envOptions{config: scopedConfig, clock: clk})
+	running := userPod("running", "ann", "", "b", "1")
+	e.mustSchedule(running)
+	e.bind(running)
+	if s := e.preEnqueue(userPod("big", "ann", "", "b", "2")); s.IsSuccess() {
+		t.Fatal("big let in past ann's limit on root.b")
+	}
+	clk.Step(hold.DefaultStarvation + time.Second)
+	if s := e.preEnqueue(userPod("in-a", "ann", "", "a", "1")); !s.IsSuccess() {
+		t.Errorf("ann's pod in root.a = %v, want let in", s)
+	}
+	if s := e.preEnqueue(userPod("in-b", "ann", "", "b", "1")); s.IsSuccess() || !strings.Contains(s.Message(), "waiting behind pod ns1/big") {
+		t.Errorf("ann's pod in root.b = %v, want held behind big", s)
+	}
+}
