@@ -136,7 +136,7 @@ func (pl *Plugin) refuse(code fwk.Code, logger klog.Logger, pod *v1.Pod, req *ug
 	// demand until a later decision says otherwise.
 	var r *ugm.Refusal
 	pl.elastic.decided(pod.UID, errors.As(err, &r) && (r.Who == ugm.WhoUser || r.Who == ugm.WhoGroup))
-	pl.holdPod(pod, req, err, true)
+	pl.holdPod(logger, pod, req, err, true)
 	pl.dropRoom(logger, pod.UID)
 	if pl.held.freed() != frees {
 		if p := pl.held.get(pod.UID); p != nil {

@@ -38,75 +38,61 @@ queues:
   resources: {max: {vcore: 3}}
 `)
 
-// TestPodsBehindFollowTheStarvingPod: the pods held behind a starving pod
-// are let in when it is, however it is let in and whichever limit holds
-// it by then. Setup: ann runs 3 cpu in root.a and bob 2 in root.b; big
-// (ann, 2 cpu, root.b) is held by ann's 4 and starves; small (ann, 1 cpu,
-// root.a) fits, and is held behind big.
-func TestPodsBehindFollowTheStarvingPod(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		// free makes room for big and lets it in without a let-in
-		// that tries small too.
-		free func(e *env, ann, bob, big, small *v1.Pod)
-	}{{
-		// A new config holds big by root.b's max, after small was held
-		// behind it by ann's limit (root.a's pods are tried first); bob's
-		// release opens root.b, not ann's limit.
-		name: "held again by another limit",
-		free: func(e *env, _, bob, big, small *v1.Pod) {
-			e.setConfig(behindConfig2)
-			e.waitConfig(behindConfig2)
-			e.barrier()
-			if p := e.pl.held.get(big.UID); p == nil || !strings.HasPrefix(p.Reason.Error(), "queue root.b would exceed max") {
-				t.Fatalf("big after the new config: %v, want held by root.b's max", p)
-			}
-			mustBeBehind(t, e, small, big)
-			e.delete(bob)
-		},
-	}, {
-		// The scheduling queue's PreEnqueue lets big in before the
-		// release's let-in gets to it (here: the charge goes from the
-		// ledger alone, and big is tried at the door).
-		name: "let in at PreEnqueue",
-		free: func(e *env, ann, _, big, small *v1.Pod) {
-			mustBeBehind(t, e, small, big)
-			if _, released, err := e.pl.ledger.Release(string(ann.UID)); !released || err != nil {
-				t.Fatalf("releasing ann's running pod: %v %v", released, err)
-			}
-			if s := e.preEnqueue(big); !s.IsSuccess() {
-				t.Fatalf("big at PreEnqueue after the release: %v", s)
-			}
-		},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			clk := testingclock.NewFakeClock(time.Now())
-			e := newEnv(t, envOptions{config: behindConfig, clock: clk})
-			ann := userPod("ann-running", "ann", "", "a", "3")
-			bob := userPod("bob-running", "bob", "", "b", "2")
-			for i, p := range []*v1.Pod{ann, bob} {
-				e.mustSchedule(p)
-				b := e.bind(p)
-				if i == 0 {
-					ann = b
-				} else {
-					bob = b
-				}
-			}
-			big := userPod("big", "ann", "", "b", "2")
-			if s := e.preEnqueue(big); s.IsSuccess() {
-				t.Fatal("big let in past ann's limit")
-			}
-			clk.Step(hold.DefaultStarvation + time.Second)
-			small := userPod("small", "ann", "", "a", "1")
-			if s := e.preEnqueue(small); s.IsSuccess() || !strings.Contains(s.Message(), "waiting behind pod ns1/big") {
-				t.Fatalf("small = %v, want held behind big", s)
-			}
-			e.barrier()
-			e.activator.reset()
-			tc.free(e, ann, bob, big, small)
-			e.waitFor("small to be let in", func() bool { return contains(e.activator.activated(), "ns1/small") })
-		})
+// TestStarvingPodLetInAtPreEnqueue: the pods held behind a starving pod
+// are tried when it is let in at PreEnqueue, not only by a let-in: the
+// scheduling queue's retry of it may reach it before the release's
+// let-in does (here the charge goes from the ledger alone, and big is
+// tried at the door).
+func TestStarvingPodLetInAtPreEnqueue(t *testing.T) {
+	e, ann, _, big, small := behindSetup(t)
+	e.barrier()
+	e.activator.reset()
+	mustBeBehind(t, e, small, big)
+	if _, released, err := e.pl.ledger.Release(string(ann.UID)); !released || err != nil {
+		t.Fatalf("releasing ann's running pod: %v %v", released, err)
+	}
+	if s := e.preEnqueue(big); !s.IsSuccess() {
+		t.Fatalf("big at PreEnqueue after the release: %v", s)
+	}
+	e.waitFor("small to be let in", func() bool { return contains(e.activator.activated(), "ns1/small") })
+}
+
+// behindSetup: ann runs 3 cpu in root.a and bob 2 in root.b (returned
+// bound); big (ann, 2 cpu, root.b) is held by ann's 4 and starves; small
+// (ann, 1 cpu, root.a) fits, and is held behind big.
+func behindSetup(t *testing.T) (e *env, ann, bob, big, small *v1.Pod) {
+	clk := testingclock.NewFakeClock(time.Now())
+	e = newEnv(t, envOptions{config: behindConfig, clock: clk})
+	ann = userPod("ann-running", "ann", "", "a", "3")
+	bob = userPod("bob-running", "bob", "", "b", "2")
+	e.mustSchedule(ann)
+	ann = e.bind(ann)
+	e.mustSchedule(bob)
+	bob = e.bind(bob)
+	big = userPod("big", "ann", "", "b", "2")
+	if s := e.preEnqueue(big); s.IsSuccess() {
+		t.Fatal("big let in past ann's limit")
+	}
+	clk.Step(hold.DefaultStarvation + time.Second)
+	small = userPod("small", "ann", "", "a", "1")
+	if s := e.preEnqueue(small); s.IsSuccess() || !strings.Contains(s.Message(), "waiting behind pod ns1/big") {
+		t.Fatalf("small = %v, want held behind big", s)
+	}
+	return e, ann, bob, big, small
+}
+
+// TestReheldStarvingPodRetriesThoseBehind: a starving pod held again by a
+// limit the pods behind it do not count against keeps no room from them:
+// they are tried at once. After the new config big is held by root.b's
+// max; small (root.a) goes in without any release.
+func TestReheldStarvingPodRetriesThoseBehind(t *testing.T) {
+	e, _, _, big, _ := behindSetup(t)
+	e.barrier()
+	e.activator.reset()
+	e.setConfig(behindConfig2)
+	e.waitFor("small to be let in", func() bool { return contains(e.activator.activated(), "ns1/small") })
+	if p := e.pl.held.get(big.UID); p == nil || !strings.HasPrefix(p.Reason.Error(), "queue root.b would exceed max") {
+		t.Errorf("big after the new config: %v, want held by root.b's max", p)
 	}
 }
 

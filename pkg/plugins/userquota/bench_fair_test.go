@@ -100,7 +100,7 @@ func benchLetInFair(b *testing.B, by, order string, users, perUser int) {
 			if err := pods.Add(p); err != nil {
 				b.Fatal(err)
 			}
-			pl.holdPod(p, &d.Request, d.Err, false)
+			pl.holdPod(klog.Background(), p, &d.Request, d.Err, false)
 			all[u].held = append(all[u].held, p)
 		}
 	}
@@ -144,7 +144,7 @@ func benchLetInFair(b *testing.B, by, order string, users, perUser int) {
 			b.Fatal(err)
 		}
 		d := m.Decide(string(in.UID), pl.placer(in), false)
-		pl.holdPod(in, &d.Request, d.Err, false)
+		pl.holdPod(klog.Background(), in, &d.Request, d.Err, false)
 		b.StartTimer()
 	}
 	b.StopTimer()

@@ -93,7 +93,7 @@ func benchLetIn(b *testing.B, users, perUser int) {
 			if err := pods.Add(p); err != nil {
 				b.Fatal(err)
 			}
-			pl.holdPod(p, &d.Request, d.Err, false)
+			pl.holdPod(klog.Background(), p, &d.Request, d.Err, false)
 			all[u].held = append(all[u].held, p)
 		}
 	}
@@ -127,7 +127,7 @@ func benchLetIn(b *testing.B, users, perUser int) {
 			b.Fatal(err)
 		}
 		d := m.Decide(string(in.UID), pl.placer(in), false)
-		pl.holdPod(in, &d.Request, d.Err, false)
+		pl.holdPod(klog.Background(), in, &d.Request, d.Err, false)
 		b.StartTimer()
 	}
 	b.StopTimer()

@@ -135,7 +135,7 @@ func (pl *Plugin) invalidConfig(logger klog.Logger, cm *v1.ConfigMap, err error)
 	}
 	for _, p := range pl.held.of(hold.KindConfig, queueOrder{pl.ugm}) {
 		if pod := pl.current(p); pod != nil {
-			pl.holdPod(pod, nil, reason, false)
+			pl.holdPod(logger, pod, nil, reason, false)
 		}
 	}
 }

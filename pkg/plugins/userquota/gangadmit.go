@@ -164,7 +164,7 @@ func (pl *Plugin) gangTimeout(key string) {
 	for _, uid := range held {
 		if p := pl.held.get(uid); p != nil {
 			if pod := pl.current(p); pod != nil {
-				pl.holdPod(pod, p.Request, failed, false)
+				pl.holdPod(logger, pod, p.Request, failed, false)
 			}
 		}
 	}

@@ -113,8 +113,11 @@ func (pl *Plugin) goneOrBound(pod *v1.Pod) bool {
 
 // holdPod records pod as held for reason (req: its request, nil when it
 // could not be placed), and asks for its status to say so when what holds
-// it changed. inCycle: refused in a scheduling cycle (PreFilter).
-func (pl *Plugin) holdPod(pod *v1.Pod, req *ugm.Request, reason error, inCycle bool) {
+// it changed. inCycle: refused in a scheduling cycle (PreFilter). When a
+// starving pod is held by another limit than before, the pods held
+// behind it are tried again (off the caller's locks): the room they left
+// it may not be the room it needs now.
+func (pl *Plugin) holdPod(logger klog.Logger, pod *v1.Pod, req *ugm.Request, reason error, inCycle bool) {
 	p := &hold.Pod{Key: string(pod.UID), Name: pod.Namespace + "/" + pod.Name, Request: req, Reason: reason,
 		Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
 	old := pl.held.hold(p, inCycle)
@@ -122,6 +125,9 @@ func (pl *Plugin) holdPod(pod *v1.Pod, req *ugm.Request, reason error, inCycle b
 	if old == nil || hold.KindOf(old.Reason) != kind || !sameLimit(old.Reason, reason) {
 		metrics.RecordHold(string(kind))
 		pl.status.held(pod, kind, reason)
+		if old != nil && pl.held.hasBehind(p.Key) {
+			go pl.openBehind(logger, p.Key)
+		}
 	}
 }
 
@@ -167,7 +173,7 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 		if reason != nil {
 			sieve.Refused(reason)
 			if pl.held.get(pod.UID) != nil {
-				pl.holdPod(pod, req, reason, false)
+				pl.holdPod(logger, pod, req, reason, false)
 			}
 			if v := logger.V(5); v.Enabled() {
 				v.Info("Held pod stays held", "pod", klog.KObj(pod), "reason", reason.Error())
@@ -273,7 +279,7 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod) {
 	if reason := pl.held.configError(); reason != nil {
 		for _, pod := range pods {
 			if !pl.gone(pod) {
-				pl.holdPod(pod, nil, reason, false)
+				pl.holdPod(logger, pod, nil, reason, false)
 			}
 		}
 		pl.dropGone(pods)

@@ -462,7 +462,7 @@ func TestForgetPodDropsRoomForGood(t *testing.T) {
 	if d.Err == nil {
 		t.Fatal("sue-held fits while sue-run runs")
 	}
-	pl.holdPod(pod, &d.Request, d.Err, false)
+	pl.holdPod(klog.Background(), pod, &d.Request, d.Err, false)
 	// sue-run ends; the let-in admits sue-held's room ...
 	if _, ok, err := pl.ledger.Release(string(run.UID)); !ok || err != nil {
 		t.Fatalf("release: %v %v", ok, err)

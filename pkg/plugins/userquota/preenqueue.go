@@ -62,7 +62,7 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		pl.status.admitted(pod)
 		return nil
 	}
-	pl.holdPod(pod, req, reason, false)
+	pl.holdPod(klog.FromContext(ctx), pod, req, reason, false)
 	if pl.goneOrBound(pod) {
 		// A stale copy: the pod was bound or deleted meanwhile, and its
 		// handler may have forgotten it before this hold.
@@ -86,7 +86,7 @@ func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	if reason == nil {
 		return nil
 	}
-	pl.holdPod(pod, nil, reason, false)
+	pl.holdPod(klog.FromContext(ctx), pod, nil, reason, false)
 	if pl.goneOrBound(pod) {
 		pl.held.forget(pod.UID)
 		pl.status.forget(pod.UID)
