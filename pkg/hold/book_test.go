@@ -419,3 +419,32 @@ func TestBarrierPassesOtherQueuesLimits(t *testing.T) {
 		t.Errorf("Barrier = %v, want second (ann's limit on root)", p)
 	}
 }
+
+func TestSameLimit(t *testing.T) {
+	at := func(mod func(r *ugm.Refusal)) error {
+		r := &ugm.Refusal{Who: ugm.WhoUser, Name: "ann", Queue: "root.a", Limit: ugm.LimitResources, Resource: "cpu", Usage: 2000, Request: 1000, Max: 2000}
+		if mod != nil {
+			mod(r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		a, b error
+		want bool
+	}{
+		{"other usage and request", at(nil), at(func(r *ugm.Refusal) { r.Usage, r.Request = 1500, 600 }), true},
+		{"another user", at(nil), at(func(r *ugm.Refusal) { r.Name = "bob" }), false},
+		{"another queue", at(nil), at(func(r *ugm.Refusal) { r.Queue = "root.b" }), false},
+		{"another resource", at(nil), at(func(r *ugm.Refusal) { r.Resource = "memory" }), false},
+		{"another max", at(nil), at(func(r *ugm.Refusal) { r.Max = 3000 }), false},
+		{"applications", at(nil), at(func(r *ugm.Refusal) { r.Limit = ugm.LimitApplications }), false},
+		{"a limit and another reason", at(nil), errors.New("x"), false},
+		{"the same message", errors.New("x"), errors.New("x"), true},
+		{"another message", errors.New("x"), errors.New("y"), false},
+	} {
+		if got := SameLimit(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: SameLimit = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

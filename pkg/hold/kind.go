@@ -286,3 +286,21 @@ func canEverFit(reason error) bool {
 	}
 	return r.Request <= r.Max
 }
+
+// SameLimit reports whether two reasons name the same limit (who, which,
+// where, and its maximum: a runtime share changes with the shares), not
+// the same usage behind it: the plugin writes a held pod's status only
+// when its limit changes, and a starving pod held by another limit than
+// before has the pods held behind it tried again (they may not count
+// against the new one). Reasons that are not limits compare by message.
+func SameLimit(a, b error) bool {
+	var ra, rb *ugm.Refusal
+	oka, okb := errors.As(a, &ra), errors.As(b, &rb)
+	if oka != okb {
+		return false
+	}
+	if !oka {
+		return a.Error() == b.Error()
+	}
+	return ra.Who == rb.Who && ra.Name == rb.Name && ra.Queue == rb.Queue && ra.Limit == rb.Limit && ra.Resource == rb.Resource && ra.Max == rb.Max
+}

@@ -163,7 +163,7 @@ func (s *sim) letIn(cands []*hold.Pod) { s.letInPass(cands, nil) }
 // pod tried and refused again prints nothing. It keeps a release over a
 // deep backlog (fair-flood-*: 990 held pods) from trying every pod.
 func (s *sim) letInPass(cands []*hold.Pod, sieve hold.Sieve) {
-	var opened []*hold.Pod
+	var opened, reheld []*hold.Pod
 	for _, c := range cands {
 		p, _ := c.Obj.(*pendingPod)
 		if p == nil || s.book.Get(c.Key) == nil {
@@ -178,6 +178,9 @@ func (s *sim) letInPass(cands []*hold.Pod, sieve hold.Sieve) {
 				sieve.Refused(d.reason)
 			}
 			s.hold(p, d)
+			if !hold.SameLimit(c.Reason, d.reason) && s.book.HasBehind(c.Key) {
+				reheld = append(reheld, c)
+			}
 			continue
 		}
 		// Admitted (or, which cannot happen, live already).
@@ -188,7 +191,10 @@ func (s *sim) letInPass(cands []*hold.Pod, sieve hold.Sieve) {
 			opened = append(opened, c)
 		}
 	}
-	for _, c := range opened {
+	// The pods behind a starving pod let in, or held by another limit
+	// than before (they may not count against it), are tried again, as
+	// the plugin does (openBehind).
+	for _, c := range append(opened, reheld...) {
 		if behind := s.book.Behind(c.Key, queueOrder{s}); len(behind) > 0 {
 			s.letIn(behind)
 		}

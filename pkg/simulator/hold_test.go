@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,43 @@ func TestWithdrawnBarrier(t *testing.T) {
 		`{"pod":"big","released":false}`,
 		`{"pod":"s1","allowed":true}`,
 		`{"pod":"x1","released":true}`,
+	})
+}
+
+// reheldConfig: ann may run 4 units in all; root.b's max comes with the
+// config line of TestReheldStarvingPod.
+var reheldConfig = queueconfigtest.Root(`
+limits:
+  - limit: ann
+    users: [ann]
+    maxresources: {example.com/units: 4}
+queues:
+  - name: a
+  - name: b
+`)
+
+// TestReheldStarvingPod: a starving pod held again by a limit the pod
+// behind it does not count against keeps no room from it, as in the
+// plugin: after the config line big is held by root.b's max and small
+// (root.a) is let in without a release.
+func TestReheldStarvingPod(t *testing.T) {
+	next := strings.Replace(strings.Replace(reheldConfig, "units: 4}", "units: 8}", 1),
+		"  - name: b", "  - name: b\n        resources: {max: {example.com/units: 3}}", 1)
+	got := runLines(t, reheldConfig, Options{Requeue: true, Starvation: time.Minute},
+		units("x1", "root.a", "3", `"user":"ann"`),
+		units("y1", "root.b", "2", `"user":"bob"`),
+		units("big", "root.b", "2", `"user":"ann"`),
+		`{"op":"wait","duration":"2m"}`,
+		units("small", "root.a", "1", `"user":"ann"`),
+		`{"op":"config","config":`+jsonString(next)+`}`,
+	)
+	checkLines(t, got, []string{
+		`{"pod":"x1","allowed":true}`,
+		`{"pod":"y1","allowed":true}`,
+		`{"pod":"big","allowed":false,...`,
+		`{"wait":"2m0s"}`,
+		`{"pod":"small","allowed":false,"reason":"waiting behind pod big, ...`,
+		`{"config":...`,
+		`{"pod":"small","allowed":true}`,
 	})
 }

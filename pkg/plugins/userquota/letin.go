@@ -122,29 +122,13 @@ func (pl *Plugin) holdPod(logger klog.Logger, pod *v1.Pod, req *ugm.Request, rea
 		Priority: podPriority(pod), Created: pod.CreationTimestamp.Time}
 	old := pl.held.hold(p, inCycle)
 	kind := hold.KindOf(reason)
-	if old == nil || hold.KindOf(old.Reason) != kind || !sameLimit(old.Reason, reason) {
+	if old == nil || hold.KindOf(old.Reason) != kind || !hold.SameLimit(old.Reason, reason) {
 		metrics.RecordHold(string(kind))
 		pl.status.held(pod, kind, reason)
 		if old != nil && pl.held.hasBehind(p.Key) {
 			go pl.openBehind(logger, p.Key)
 		}
 	}
-}
-
-// sameLimit reports whether two reasons name the same limit (who, which,
-// where, and its maximum: a runtime share changes with the shares): only
-// a change of limit is written to the pod's status, not every change of
-// the usage behind it.
-func sameLimit(a, b error) bool {
-	ra, oka := asRefusal(a)
-	rb, okb := asRefusal(b)
-	if oka != okb {
-		return false
-	}
-	if !oka {
-		return a.Error() == b.Error()
-	}
-	return ra.Who == rb.Who && ra.Name == rb.Name && ra.Queue == rb.Queue && ra.Limit == rb.Limit && ra.Resource == rb.Resource && ra.Max == rb.Max
 }
 
 // letIn tries the held pods cands in order: each that fits now gets room
