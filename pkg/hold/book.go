@@ -469,9 +469,9 @@ func (b *Book) Blocked(p *Pod, window int, order Order) []*Pod {
 func (b *Book) HasBehind(key string) bool { return len(b.behind[key]) > 0 }
 
 // Behind returns the pods held behind the pod key (a *BehindError naming
-// it), in let-in order: when that pod is let in or goes, they need not
-// wait any more. It finds them whatever limit holds that pod now, which
-// may not be the one it was held by when they were held behind it.
+// it), in let-in order: when that pod is let in or goes they need not
+// wait any more, and when another limit holds it they may not count
+// against that one. It finds them whatever limit holds that pod now.
 func (b *Book) Behind(key string, order Order) []*Pod {
 	b.sync()
 	set := b.behind[key]
