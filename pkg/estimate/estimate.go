@@ -21,7 +21,6 @@ package estimate
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/userquota/userquota/pkg/hold"
@@ -104,34 +103,6 @@ func (c *Completions) newest(now time.Time, fn func(*completion) bool) {
 	}
 }
 
-// InScope reports whether a pod charged req counts against the limit r
-// names: in r's queue or below it, and, for a user's or a group's limit,
-// the user's, or a member's (a group "*": a user with any group). A
-// completion in scope frees room on the limit; a running pod in scope
-// holds some. Group membership stands for the group an application is
-// tracked against (ugm resolves it once per application): the same for
-// a user whose groups resolve to one group on the path.
-func InScope(r *ugm.Refusal, req *ugm.Request) bool {
-	if req.Queue != r.Queue && !strings.HasPrefix(req.Queue, r.Queue+".") {
-		return false
-	}
-	switch r.Who {
-	case ugm.WhoUser:
-		return req.User == r.Name
-	case ugm.WhoGroup:
-		if r.Name == "*" {
-			return len(req.Groups) > 0
-		}
-		for _, g := range req.Groups {
-			if g == r.Name {
-				return true
-			}
-		}
-		return false
-	}
-	return true
-}
-
 // Rate is the room freed on the limit r names, of its resource, by the
 // most recent completions in its scope: at most Recent of them, within
 // the lookback. It returns the amount freed (base units), how many
@@ -142,7 +113,7 @@ func (c *Completions) Rate(r *ugm.Refusal, now time.Time) (freed int64, n int, s
 	var oldest time.Time
 	c.newest(now, func(rec *completion) bool {
 		req := ugm.Request{User: rec.user, Groups: rec.groups, Queue: rec.queue}
-		if !InScope(r, &req) {
+		if !r.Counts(&req) {
 			return true
 		}
 		freed += rec.res.Get(id)
@@ -248,7 +219,7 @@ func Of(r *ugm.Refusal, own int64, ahead []*hold.Pod, c *Completions, now time.T
 	id := resources.Intern(r.Resource)
 	e.Own = max(r.Usage+own-r.Max, 0)
 	for _, p := range ahead {
-		if p.Request == nil || !InScope(r, p.Request) {
+		if p.Request == nil || !r.Counts(p.Request) {
 			continue
 		}
 		if x := p.Request.Resources.Get(id); x <= r.Max {

@@ -28,36 +28,6 @@ func sueAt() *ugm.Refusal {
 	return &ugm.Refusal{Who: ugm.WhoUser, Name: "sue", Queue: "root.a", Limit: ugm.LimitResources, Resource: "cpu", Usage: 4000, Request: 2000, Max: 5000}
 }
 
-func TestInScope(t *testing.T) {
-	queueMax := &ugm.Refusal{Who: ugm.WhoQueue, Name: "root.a", Queue: "root.a", Limit: ugm.LimitResources, Resource: "cpu"}
-	dev := &ugm.Refusal{Who: ugm.WhoGroup, Name: "dev", Queue: "root", Limit: ugm.LimitResources, Resource: "cpu"}
-	anyGroup := &ugm.Refusal{Who: ugm.WhoGroup, Name: "*", Queue: "root", Limit: ugm.LimitResources, Resource: "cpu"}
-	for _, tc := range []struct {
-		name string
-		r    *ugm.Refusal
-		req  *ugm.Request
-		want bool
-	}{
-		{"the user in the queue", sueAt(), req("sue", "root.a", 1), true},
-		{"the user below the queue", sueAt(), req("sue", "root.a.x", 1), true},
-		{"the user in a queue that only shares a prefix", sueAt(), req("sue", "root.ab", 1), false},
-		{"the user elsewhere", sueAt(), req("sue", "root.b", 1), false},
-		{"another user in the queue", sueAt(), req("bob", "root.a", 1), false},
-		{"a queue's max: anyone in it", queueMax, req("bob", "root.a", 1), true},
-		{"a queue's max: not its parent", queueMax, req("bob", "root", 1), false},
-		{"a group: a member", dev, req("ann", "root.a", 1, "ops", "dev"), true},
-		{"a group: not a member", dev, req("ann", "root.a", 1, "ops"), false},
-		{"group *: anyone with a group", anyGroup, req("ann", "root.a", 1, "ops"), true},
-		{"group *: not without groups", anyGroup, req("ann", "root.a", 1), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := InScope(tc.r, tc.req); got != tc.want {
-				t.Errorf("InScope = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestRate(t *testing.T) {
 	type rec struct {
 		req *ugm.Request

@@ -273,7 +273,7 @@ func inScope(reason error, req *ugm.Request) bool {
 	if !errors.As(reason, &r) || r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup || r.Queue == "" {
 		return true
 	}
-	return req.Queue == r.Queue || strings.HasPrefix(req.Queue, r.Queue+".")
+	return r.Counts(req)
 }
 
 // canEverFit reports whether the pod's request alone fits the limit that

@@ -3,6 +3,7 @@ package ugm
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/userquota/userquota/pkg/resources"
 )
@@ -124,4 +125,33 @@ type AppConflict struct {
 func (e *AppConflict) Error() string {
 	return fmt.Sprintf("application %s is already charged to user %q in queue %s (this pod: user %q, queue %s)",
 		e.App, e.HeldUser, e.HeldQueue, e.User, e.Queue)
+}
+
+// Counts reports whether a pod charged req counts against the limit r
+// names: in r's queue or below it, and, for a user's or a group's limit,
+// the user's, or a member's (a group "*": a user with any group). A
+// completion in scope frees room on the limit; a running pod in scope
+// holds some; a starving pod held by it keeps room from a pod in scope
+// only. Group membership stands for the group an application is tracked
+// against (resolved once per application): the same for a user whose
+// groups resolve to one group on the path.
+func (r *Refusal) Counts(req *Request) bool {
+	if req.Queue != r.Queue && !strings.HasPrefix(req.Queue, r.Queue+".") {
+		return false
+	}
+	switch r.Who {
+	case WhoUser:
+		return req.User == r.Name
+	case WhoGroup:
+		if r.Name == "*" {
+			return len(req.Groups) > 0
+		}
+		for _, g := range req.Groups {
+			if g == r.Name {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

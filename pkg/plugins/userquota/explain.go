@@ -286,7 +286,7 @@ func (pl *Plugin) holders(l *dao.LetIn, r *ugm.Refusal, v rest.Viewer) {
 	hidden := &held{key: dao.Hidden}
 	for _, uid := range pl.ledger.Pods() {
 		c, ok := pl.ledger.Get(uid)
-		if !ok || !estimate.InScope(r, &c.Request) {
+		if !ok || !r.Counts(&c.Request) {
 			continue
 		}
 		amount := int64(0)
