@@ -285,3 +285,13 @@ userquota_preempted_pods_total{queue="root.b",reason="reclaim"} 2
 		t.Error(err)
 	}
 }
+
+// BenchmarkRecordIncrease is the count of a charge, warm
+// (docs/throughput.md, open work 7, compares it with the cold profile).
+func BenchmarkRecordIncrease(b *testing.B) {
+	Register()
+	b.ReportAllocs()
+	for b.Loop() {
+		RecordIncrease(SourceReserve)
+	}
+}
