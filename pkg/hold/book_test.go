@@ -3,6 +3,8 @@ package hold
 import (
 	"errors"
 	"fmt"
+	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -445,6 +447,51 @@ func TestSameLimit(t *testing.T) {
 	} {
 		if got := SameLimit(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: SameLimit = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestBehindIndexMatchesReasons: through random holds, re-holds and
+// removals, Behind(k) is exactly the held pods whose reason is a
+// *BehindError naming k, and HasBehind agrees.
+func TestBehindIndexMatchesReasons(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	b := NewBook(time.Minute)
+	names := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
+	for step := range 5000 {
+		name := names[rng.Intn(len(names))]
+		switch rng.Intn(4) {
+		case 0:
+			b.Remove(name)
+		case 1:
+			b.Hold(held(name, "ann", "root.a", name, 0, rng.Intn(5), userLimit("ann")), t0)
+		default:
+			ahead := names[rng.Intn(len(names))]
+			if ahead == name {
+				continue
+			}
+			b.Hold(held(name, "ann", "root.a", name, 0, rng.Intn(5), &BehindError{Pod: &Pod{Key: ahead, Name: "ns/" + ahead, Reason: userLimit("ann")}}), t0)
+		}
+		if step%7 == 0 {
+			b.SetFair(nil)
+		}
+		for _, k := range names {
+			var want []string
+			for _, n := range names {
+				var e *BehindError
+				if p := b.Get(n); p != nil && errors.As(p.Reason, &e) && e.Pod.Key == k {
+					want = append(want, n)
+				}
+			}
+			var got []string
+			for _, p := range b.Behind(k, nil) {
+				got = append(got, p.Key)
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) || b.HasBehind(k) != (len(want) > 0) {
+				t.Fatalf("step %d: Behind(%s) = %v (HasBehind %v), want %v", step, k, got, b.HasBehind(k), want)
+			}
 		}
 	}
 }
