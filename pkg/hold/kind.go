@@ -230,29 +230,23 @@ func touched(released *ugm.Request) []block {
 }
 
 // Affects reports whether req counts against the limit that reason says
-// holds a pod: the same user, a group of req's user, a queue on req's
-// path, or the application that blocked it. A release of req may then
-// make room for the pod, and an admission of req would take room from it.
+// holds a pod (behind a starving pod: that pod's limit): a limit's
+// refusal as ugm.Refusal.Counts says (the same user or a group of req's
+// user, under the limit's queue; a queue on req's path), a quota tree's
+// node req is charged on or under, or the application that blocked it.
+// A release of req may then make room for the pod, and an admission of
+// req would take room from it.
 func Affects(reason error, req *ugm.Request) bool {
-	b := blockOf(reason)
-	if !inScope(reason, req) {
-		return false
+	var behind *BehindError
+	if errors.As(reason, &behind) {
+		reason = behind.Pod.Reason
 	}
+	var r *ugm.Refusal
+	if errors.As(reason, &r) && r.Who != ugm.WhoTree {
+		return r.Counts(req)
+	}
+	b := blockOf(reason)
 	switch b.kind {
-	case 'u':
-		return req.User == b.name
-	case 'g':
-		if b.name == "*" {
-			return len(req.Groups) > 0
-		}
-		for _, g := range req.Groups {
-			if g == b.name {
-				return true
-			}
-		}
-		return false
-	case 'q':
-		return req.Queue == b.name || strings.HasPrefix(req.Queue, b.name+".")
 	case 'a':
 		return req.App.String() == b.name
 	case 't':
