@@ -581,9 +581,10 @@ func sortForLetIn(pods []*Pod, order Order) {
 	}
 }
 
-// barrierScan bounds how many pods that can never fit, or are held by the
-// same user's or group's limit on another queue, Barrier passes over at
-// the head of a limit.
+// barrierScan bounds how many pods that can never fit, or whose limit req
+// does not count against (Affects: the book indexes user and group limits
+// by name alone, so a user's block holds the limits of every queue),
+// Barrier passes over at the head of a limit.
 const barrierScan = 64
 
 // Barrier returns the pod whose kept room a pod with key, req, priority
@@ -605,7 +606,7 @@ func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, no
 		var head *Pod
 		n := 0
 		b.ascend(k, func(p *Pod) bool {
-			if p.Request != nil && canEverFit(p.Reason) && inScope(p.Reason, req) {
+			if p.Request != nil && canEverFit(p.Reason) && Affects(p.Reason, req) {
 				head = p
 				return false
 			}

@@ -256,20 +256,6 @@ func Affects(reason error, req *ugm.Request) bool {
 	return false
 }
 
-// inScope reports whether req's queue is under the queue of a user or
-// group limit that reason names: a user's limit on root.b is not taken
-// from by the user's pods in root.a. The book indexes user and group
-// limits by name alone (one block for every queue's limit of a user), so
-// the barrier asks this of each pod it finds there. Any other reason, or
-// a refusal that names no queue, is in scope.
-func inScope(reason error, req *ugm.Request) bool {
-	var r *ugm.Refusal
-	if !errors.As(reason, &r) || r.Who != ugm.WhoUser && r.Who != ugm.WhoGroup || r.Queue == "" {
-		return true
-	}
-	return r.Counts(req)
-}
-
 // canEverFit reports whether the pod's request alone fits the limit that
 // holds it: a pod that asks for more than a max can never run there, and
 // no room is kept for it.

@@ -65,7 +65,7 @@ func TestPodResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := testRequests.of(tc.pod)
 			if err != nil {
-				t.Fatalf("podResources: %v", err)
+				t.Fatalf("podRequests.of: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, v.Map()); diff != "" {
 				t.Errorf("request (-want,+got):\n%s", diff)
@@ -141,9 +141,9 @@ func TestPodResourcesHostile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
-			resourcestest.Within(t, resourcestest.Default, "podResources", func() { _, err = testRequests.of(tc.pod) })
+			resourcestest.Within(t, resourcestest.Default, "podRequests.of", func() { _, err = testRequests.of(tc.pod) })
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("podResources error = %v, want one containing %q", err, tc.wantErr)
+				t.Fatalf("podRequests.of error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
 	}
