@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
@@ -116,4 +119,53 @@ func TestResourceSecondsLint(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
+}
+
+// TestResourceSecondsSorted: the collector sends each family's series in
+// the order the registry sorts them in (label values, labels by name), so
+// that its sort at every scrape has nothing to move; users on, so that a
+// family whose first label by name is not its first (user) is among
+// them. The books keep their accounts in maps, whose order is not that.
+func TestResourceSecondsSorted(t *testing.T) {
+	c := testingclock.NewFakeClock(time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC))
+	b := accounting.New(c, accounting.Options{Users: true})
+	b.SetGuaranteed(map[string]resources.Vector{"root.q3": resources.FromMap(map[string]int64{"cpu": 2000})})
+	for u := range 60 {
+		b.Charged(&ugm.Request{User: fmt.Sprintf("u%02d", u), Groups: []string{fmt.Sprintf("g%d", u%7)}, Queue: fmt.Sprintf("root.q%d", u%5),
+			Resources: resources.FromMap(map[string]int64{"cpu": 1000, "memory": 1 << 30, "pods": 1})})
+	}
+	c.Step(time.Minute)
+	unset := SetAccounting(b)
+	defer unset()
+	ch := make(chan metrics.Metric, 10000)
+	booksCollector.CollectWithStability(ch)
+	close(ch)
+	last := map[string][]*dto.LabelPair{}
+	n := 0
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		name := m.Desc().String()
+		if prev, ok := last[name]; ok && compareLabels(prev, pb.Label) > 0 {
+			t.Fatalf("%s: %v sent after %v", name, pb.Label, prev)
+		}
+		last[name] = pb.Label
+		n++
+	}
+	if len(last) != 4 || n < 60*3 {
+		t.Fatalf("%d families, %d series; want all 4 and 60 users' worth", len(last), n)
+	}
+}
+
+// compareLabels orders two series of a family by their label values
+// (dto's pairs are sorted by name), as the registry's gather does.
+func compareLabels(a, b []*dto.LabelPair) int {
+	for i := range min(len(a), len(b)) {
+		if c := strings.Compare(a[i].GetValue(), b[i].GetValue()); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
 }
