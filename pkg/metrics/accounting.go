@@ -1,9 +1,6 @@
 package metrics
 
 import (
-	"cmp"
-	"slices"
-	"strings"
 	"sync/atomic"
 
 	"k8s.io/component-base/metrics"
@@ -24,52 +21,6 @@ var (
 	groupSeconds = newFamily("group_resource_seconds_total", "Resource-seconds a group's pods used in a leaf queue (the pod's user's first group), by the part of the queue's share, split pro rata to the queue's split.", "group", "queue", "resource", "unit", "share")
 	userSeconds  = newFamily("user_resource_seconds_total", "Resource-seconds a user's pods used in a leaf queue, by the part of the queue's share, split pro rata to the queue's split (only with perUserAccounting).", "user", "queue", "resource", "unit", "share")
 )
-
-// family is a counter family of the books, with the order the registry
-// sorts its series in when it gathers them: by their label values, the
-// labels taken by name.
-type family struct {
-	desc *metrics.Desc
-	// names are the desc's labels; byName their indexes, by label name.
-	names  []string
-	byName []int
-	// rank keeps a family's series together when they are sorted.
-	rank int
-}
-
-// families counts the families made: each one's rank.
-var families int
-
-func newFamily(name, help string, labels ...string) *family {
-	byName := make([]int, len(labels))
-	for i := range byName {
-		byName[i] = i
-	}
-	slices.SortFunc(byName, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
-	families++
-	return &family{desc: desc(name, help, labels...), names: labels, byName: byName, rank: families}
-}
-
-// series is one sample of a family: its label values in the desc's order
-// (as many as it has labels), held inline: one allocation for a scrape's.
-type series struct {
-	f      *family
-	labels [maxLabels]string
-	v      float64
-}
-
-// maxLabels is the most labels a family of the books has.
-const maxLabels = 5
-
-// compare orders a and b of one family as the registry does.
-func (a *series) compare(b *series) int {
-	for _, i := range a.f.byName {
-		if c := strings.Compare(a.labels[i], b.labels[i]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
 
 // Accounting is what the counters read: *accounting.Books.
 type Accounting interface {
@@ -104,18 +55,15 @@ func (c *accountingCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 // CollectWithStability shows each account's cumulative values: a part
 // that is 0 only when it is one the account books now (guaranteed and
 // borrowed under a share, else unshared; idle for a resource its queue
-// guarantees), so that a series starts at 0. Each family's series go out
-// in the order the registry sorts them in: its sort then finds them
-// sorted and passes over them once, where the books' order cost it a
-// full sort of tens of thousands of series at scale, with a pointer
-// chase per label compared (BenchmarkScrape).
+// guarantees), so that a series starts at 0. The series go out sorted
+// (batch.send).
 func (c *accountingCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	p := currentBooks.Load()
 	if p == nil {
 		return
 	}
 	counters := (*p).Counters()
-	out := make([]series, 0, len(counters))
+	out := make(batch, 0, len(counters))
 	for _, ct := range counters {
 		per, unit := resources.MetricUnit(ct.Resource)
 		resource := ct.Resource.Name()
@@ -141,22 +89,5 @@ func (c *accountingCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			out = append(out, series{f: queueIdle, labels: [maxLabels]string{ct.Key.Queue, resource, unit}, v: ct.Values[accounting.Idle] / per})
 		}
 	}
-	slices.SortFunc(out, func(a, b series) int {
-		if a.f != b.f {
-			return cmp.Compare(a.f.rank, b.f.rank)
-		}
-		return a.compare(&b)
-	})
-	for len(out) > 0 {
-		n := 1
-		for n < len(out) && out[n].f == out[0].f {
-			n++
-		}
-		s := newSamples(out[0].f, n)
-		for i := range n {
-			s.add(out[i].labels[:len(out[i].f.names)], out[i].v)
-		}
-		s.send(ch)
-		out = out[n:]
-	}
+	out.send(ch)
 }

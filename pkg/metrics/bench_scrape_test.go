@@ -11,31 +11,33 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/userquota/userquota/pkg/accounting"
+	"github.com/userquota/userquota/pkg/ledger"
+	"github.com/userquota/userquota/pkg/queueconfig/queueconfigtest"
 	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
-// BenchmarkScrape is one GET of kube-scheduler's /metrics with the books
-// of resource-seconds at the scale shape of docs/throughput.md: 10,000
-// users in 20 groups, each group's users over 500 of 1,000 leaf queues,
-// each running a pod (cpu, memory, pods), so the books keep about 11,000
-// queue and (group, leaf queue) accounts. counters is the books' part
-// under their lock (Books.Counters); scrape is the whole GET through
-// the legacy registry's handler, text encoding included. It reports
-// the body's bytes.
+// BenchmarkScrape is one GET of kube-scheduler's /metrics at the scale
+// shape of docs/throughput.md, through the legacy registry's handler, text
+// encoding included; it reports the body's bytes.
 //
-//	go test -run='^$' -bench=Scrape -benchmem ./pkg/metrics
+//   - books: the books of resource-seconds with 10,000 users in 20
+//     groups, each group's users over 500 of 1,000 leaf queues, each
+//     running a pod (cpu, memory, pods), so the books keep about 11,000
+//     queue and (group, leaf queue) accounts; counters is the books' part
+//     under their lock (Books.Counters).
+//
+//   - usage: the usage gauges of the scale shape's queue tree (1,000 leaf
+//     queues under two tiers of parents, 10,000 users in 20 groups, a pod
+//     each); usage-per-user adds the per-user and per-group series (the
+//     perUserMetrics arg).
+//
+//     go test -run='^$' -bench=Scrape -benchmem ./pkg/metrics
 func BenchmarkScrape(b *testing.B) {
 	Register()
 	bk := scaleBooks()
-	defer SetAccounting(bk)()
-	b.Run("counters", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			bk.Counters()
-		}
-	})
-	b.Run("scrape", func(b *testing.B) {
+	m := scaleUsage(b)
+	get := func(b *testing.B) {
 		b.ReportAllocs()
 		var size int
 		for b.Loop() {
@@ -45,7 +47,43 @@ func BenchmarkScrape(b *testing.B) {
 			_, _ = io.Copy(io.Discard, rec.Body)
 		}
 		b.ReportMetric(float64(size), "bytes")
+	}
+	b.Run("counters", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bk.Counters()
+		}
 	})
+	b.Run("books", func(b *testing.B) {
+		defer SetAccounting(bk)()
+		get(b)
+	})
+	b.Run("usage", func(b *testing.B) {
+		defer SetSource(&Source{Usage: m})()
+		get(b)
+	})
+	b.Run("usage-per-user", func(b *testing.B) {
+		defer SetSource(&Source{Usage: m, PerUser: true})()
+		get(b)
+	})
+}
+
+// scaleUsage is the usage of BenchmarkScrape's shape: the scale shape's
+// queue tree with each user running one pod.
+func scaleUsage(b *testing.B) *ugm.Manager {
+	shape := queueconfigtest.Synthetic{Users: 10000, Queues: 1000, Groups: 20, Levels: 3}
+	m := ugm.New()
+	m.SetConfig(queueconfigtest.MustPartition(b, shape.Config(nil)))
+	l := ledger.New(m)
+	for u := range shape.Users {
+		req := ugm.Request{User: shape.User(u), Groups: []string{shape.Group(u)}, Queue: shape.QueuePath(u),
+			App:       ugm.AppKey{Namespace: "ns", ID: fmt.Sprintf("app-%05d", u)},
+			Resources: resources.FromMap(map[string]int64{"cpu": 1000, "memory": 4 << 30, "pods": 1})}
+		if err := l.Allocate(fmt.Sprintf("pod-%05d", u), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return m
 }
 
 // scaleBooks are the books of BenchmarkScrape's shape.

@@ -64,7 +64,11 @@ var (
 		Help:           "Pod charges released, by source: release (the pod finished or was deleted), unreserve (a later scheduling step failed) or audit (the pod was gone and no informer event said so).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"source"})
-	configReloads = metrics.NewCounterVec(&metrics.CounterOpts{
+	// increaseCounts and decreaseCounts count a charge and a release with
+	// their children resolved once (counts.go).
+	increaseCounts = newCounts(increases, SourceReserve, SourceRunning, SourceAudit)
+	decreaseCounts = newCounts(decreases, SourceRelease, SourceUnreserve, SourceAudit)
+	configReloads  = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "config_reloads_total",
 		Help:           "Versions of the queue-config ConfigMap read, by result: applied, or invalid (the previous config stays in force).",
@@ -207,10 +211,10 @@ func RecordRefusal(err error) {
 }
 
 // RecordIncrease counts a committed charge.
-func RecordIncrease(source string) { increases.WithLabelValues(source).Inc() }
+func RecordIncrease(source string) { increaseCounts.inc(source) }
 
 // RecordDecrease counts a released charge.
-func RecordDecrease(source string) { decreases.WithLabelValues(source).Inc() }
+func RecordDecrease(source string) { decreaseCounts.inc(source) }
 
 // RecordConfigReload counts a version of the queue config read.
 func RecordConfigReload(result string) { configReloads.WithLabelValues(result).Inc() }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -160,8 +161,8 @@ func TestNoSource(t *testing.T) {
 func TestCounters(t *testing.T) {
 	Register()
 	refusals.Reset()
-	increases.Reset()
-	decreases.Reset()
+	increaseCounts.reset()
+	decreaseCounts.reset()
 	configReloads.Reset()
 	RecordRefusal(&ugm.Refusal{Who: ugm.WhoUser, Limit: ugm.LimitResources})
 	RecordRefusal(&ugm.Refusal{Who: ugm.WhoUser, Limit: ugm.LimitResources})
@@ -282,6 +283,64 @@ userquota_preempted_pods_total{queue="root.b",reason="reclaim"} 2
 `
 	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want),
 		"userquota_preemptions_total", "userquota_preempted_pods_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestUsageSorted: the usage gauges, per user and group too, go out in
+// the registry's order (batch.send), each with its type.
+func TestUsageSorted(t *testing.T) {
+	limits := `
+  limits:
+  - limit: every user
+    users: ["*"]
+    maxresources: {vcore: 10, memory: 10Gi}
+  - limit: groups
+    groups: [g0, g1, g2, g3, g4, g5, g6]
+    maxresources: {memory: 10Gi}
+    maxapplications: 20
+`
+	m := ugm.New()
+	m.SetConfig(queueconfigtest.MustPartition(t, queueconfigtest.Root("queues:\n- name: a"+limits+"- name: b"+limits)))
+	l := ledger.New(m)
+	for u := range 40 {
+		queue := []string{"root.a", "root.b", "root.a"}[u%3]
+		req := ugm.Request{User: fmt.Sprintf("u%02d", 39-u), Groups: []string{fmt.Sprintf("g%d", u%7)}, Queue: queue,
+			App:       ugm.AppKey{Namespace: "ns", ID: fmt.Sprintf("app%02d", u)},
+			Resources: resources.FromMap(map[string]int64{"cpu": 100, "memory": 1 << 20, "pods": 1})}
+		if err := l.Allocate(fmt.Sprintf("p%d", u), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer SetSource(&Source{Usage: m, PerUser: true})()
+	families, n := sentSorted(t, usageCollector)
+	if families < 10 || n < 40*3 {
+		t.Fatalf("%d families, %d series; want the queue, user and group gauges of 40 users", families, n)
+	}
+	// Gauges, not counters.
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader("# HELP userquota_tracked_users [ALPHA] Users with running pods (usage tracked).\n# TYPE userquota_tracked_users gauge\nuserquota_tracked_users 40\n"), "userquota_tracked_users"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCountsAfterReset: a count goes to the series the vec exports even
+// after a reset (a child kept from before it would count into a series no
+// longer exported), and a value counts.go does not list still counts.
+func TestCountsAfterReset(t *testing.T) {
+	Register()
+	RecordIncrease(SourceAudit)
+	RecordIncrease(SourceAudit)
+	increaseCounts.reset()
+	defer increaseCounts.reset()
+	RecordIncrease(SourceAudit)
+	RecordIncrease("elsewhere")
+	want := `
+# HELP userquota_increases_total [ALPHA] Pod charges committed, by source: reserve (a scheduled pod), running (a bound pod found at start or failover) or audit (a bound pod whose charge no informer event made).
+# TYPE userquota_increases_total counter
+userquota_increases_total{source="audit"} 1
+userquota_increases_total{source="elsewhere"} 1
+`
+	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), "userquota_increases_total"); err != nil {
 		t.Error(err)
 	}
 }

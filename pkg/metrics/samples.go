@@ -6,12 +6,12 @@ import (
 	"k8s.io/component-base/metrics"
 )
 
-// samples are one scrape's counter samples of one family, made in two
+// samples are one scrape's samples of one family, made in three
 // allocations for all of them and with each label value's pair made
 // once. A const metric (metrics.NewLazyConstMetric) makes every label
 // pair of every series anew and sorts them: about 20 allocations a
-// series, most of a scrape's at scale, where the books' counters are tens
-// of thousands of series (BenchmarkScrape).
+// series, most of a scrape's at scale, where the books' counters and the
+// per-user gauges are tens of thousands of series (BenchmarkScrape).
 type samples struct {
 	// desc is the family's Prometheus desc; nil when the family is hidden.
 	desc *prometheus.Desc
@@ -24,6 +24,9 @@ type samples struct {
 	all   []sample
 	// labels is the backing array of every sample's label pairs.
 	labels []*dto.LabelPair
+	// counters or gauges back the samples' values, by the family's type.
+	counters []dto.Counter
+	gauges   []dto.Gauge
 }
 
 // newSamples makes room for n samples of f.
@@ -36,6 +39,11 @@ func newSamples(f *family, n int) *samples {
 	}
 	s.all = make([]sample, 0, n)
 	s.labels = make([]*dto.LabelPair, 0, n*len(f.names))
+	if f.gauge {
+		s.gauges = make([]dto.Gauge, n)
+	} else {
+		s.counters = make([]dto.Counter, n)
+	}
 	return s
 }
 
@@ -46,7 +54,13 @@ func (s *samples) add(values []string, v float64) {
 	for _, i := range s.byName {
 		s.labels = append(s.labels, s.pair(i, values[i]))
 	}
-	s.all = append(s.all, sample{desc: s.desc, labels: s.labels[start:len(s.labels):len(s.labels)], value: v})
+	x := sample{desc: s.desc, labels: s.labels[start:len(s.labels):len(s.labels)], value: v}
+	if s.gauges != nil {
+		x.gauge = &s.gauges[len(s.all)]
+	} else {
+		x.counter = &s.counters[len(s.all)]
+	}
+	s.all = append(s.all, x)
 }
 
 // pair returns the label pair of label i at value.
@@ -72,20 +86,28 @@ func (s *samples) send(ch chan<- metrics.Metric) {
 	}
 }
 
-// sample is a counter's value at a scrape, as a Prometheus metric. Its
-// label pairs are shared with the scrape's other samples: read only.
+// sample is a counter's or a gauge's value at a scrape, as a Prometheus
+// metric. Its label pairs are shared with the scrape's other samples:
+// read only.
 type sample struct {
-	desc    *prometheus.Desc
-	labels  []*dto.LabelPair
-	value   float64
-	counter dto.Counter
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair
+	value  float64
+	// One of counter and gauge is set: the family's type.
+	counter *dto.Counter
+	gauge   *dto.Gauge
 }
 
 func (s *sample) Desc() *prometheus.Desc { return s.desc }
 
 func (s *sample) Write(m *dto.Metric) error {
-	s.counter.Value = &s.value
 	m.Label = s.labels
-	m.Counter = &s.counter
+	if s.gauge != nil {
+		s.gauge.Value = &s.value
+		m.Gauge = s.gauge
+		return nil
+	}
+	s.counter.Value = &s.value
+	m.Counter = s.counter
 	return nil
 }
