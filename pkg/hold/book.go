@@ -447,6 +447,11 @@ func (b *Book) Oldest() map[Kind]time.Time {
 // touched and window, not by the pods held.
 func (b *Book) Released(released *ugm.Request, window int, order Order) []*Pod {
 	b.sync()
+	if len(b.pods) == 0 {
+		// Nothing to let in: skip listing the blocks, which allocates
+		// (most releases, while nothing is held).
+		return nil
+	}
 	var out []*Pod
 	seen := map[string]bool{}
 	for _, k := range touched(released) {

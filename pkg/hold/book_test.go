@@ -495,3 +495,16 @@ func TestBehindIndexMatchesReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedWithNothingHeld: a release while no pod is held lets nothing
+// in and allocates nothing (most releases of a cluster within its quotas;
+// BenchmarkPodPath counts a pod's allocations).
+func TestReleasedWithNothingHeld(t *testing.T) {
+	b := NewBook(0)
+	req := &ugm.Request{User: "sue", Groups: []string{"dev"}, Queue: "root.a.b", App: ugm.AppKey{Namespace: "ns", ID: "app"}}
+	var got []*Pod
+	allocs := testing.AllocsPerRun(100, func() { got = b.Released(req, 10, nil) })
+	if len(got) != 0 || allocs != 0 {
+		t.Fatalf("Released with nothing held: %d pods, %v allocations a call; want none", len(got), allocs)
+	}
+}

@@ -216,7 +216,9 @@ func blockOf(reason error) block {
 // groups (and the cumulative group "*"), every queue on its path, its
 // application.
 func touched(released *ugm.Request) []block {
-	out := []block{{'u', released.User}, {'a', released.App.String()}}
+	// Sized for a path of four queues: one allocation.
+	out := make([]block, 0, 7+len(released.Groups))
+	out = append(out, block{'u', released.User}, block{'a', released.App.String()})
 	for _, g := range released.Groups {
 		out = append(out, block{'g', g})
 	}

@@ -543,8 +543,9 @@ func (a *admissions) addHeld(refs []TreeNode, res resources.Vector, sign int) {
 	for _, ref := range refs {
 		for _, node := range ref.Counted() {
 			k := treeKey{ref.Tree, node}
-			if h := stepHeld(a.trees[k], res, sign, 0); h.empty() {
+			if h := a.stepHeld(a.trees[k], res, sign, 0); h.empty() {
 				delete(a.trees, k)
+				a.free(h)
 			} else {
 				a.trees[k] = h
 			}
