@@ -126,7 +126,12 @@ type gangPods struct {
 // gang with some of its members bound, fewer than its minimum, and
 // others waiting holds its minimum less what the bound ones drew (they
 // draw their requests on it). A gang none of whose pods runs, or that
-// runs its minimum, holds nothing.
+// runs its minimum, holds nothing. Nor does one whose rest does not fit
+// the limits of m's config on m's usage (call it after charging the pods):
+// a config change drops every reservation and a failover rebuilds them,
+// and a gang part bound then reserves its rest again only if it fits
+// (docs/gangs.md); its pods wait until it does, which the waits
+// invariant follows.
 func (m *usageModel) reserve(pods []v1.Pod) {
 	gangs := map[string]*gangPods{}
 	for i := range pods {
@@ -161,6 +166,9 @@ func (m *usageModel) reserve(pods []v1.Pod) {
 			if d := x - g.bound[k]; d > 0 {
 				left[k] = d
 			}
+		}
+		if m.cfg != nil && !m.fits(g.charge, left, m.appPods[g.charge.app] == 0, true, []*qconfig{m.cfg}) {
+			continue
 		}
 		m.addReserved(g.def.key, g.charge, left)
 	}

@@ -191,6 +191,42 @@ func TestReserveImplied(t *testing.T) {
 	}
 }
 
+// A gang part bound whose rest does not fit the limits in force on the
+// usage is not expected to hold it: a config change dropped its
+// reservation (or a failover found others had taken the room) and it
+// could not reserve again; one whose rest fits still is.
+func TestReserveImpliedOnlyWhereItFits(t *testing.T) {
+	c := testConfig(t)
+	pods := gangJobPods(t, "gang-u1", "u1", "root.default", "500m", 3)
+	pods[0].Spec.NodeName = "n"
+	reserved := func(cfg *qconfig) []string {
+		m := newUsageModel(cfg)
+		list := make([]v1.Pod, len(pods))
+		for i, p := range pods {
+			list[i] = *p
+			if chargedNow(p) {
+				m.charge(chargeOf(p))
+			}
+		}
+		m.reserve(list)
+		var out []string
+		for k := range m.snap().lines {
+			if strings.HasSuffix(k, " reserved") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	if got := reserved(c); len(got) == 0 {
+		t.Fatal("the rest fits: want it reserved, got nothing")
+	}
+	// Every pods limit at 1: the bound pod fills u1's, and the rest (2
+	// pods) cannot be reserved.
+	if got := reserved(c.adjusted(-1000)); len(got) != 0 {
+		t.Errorf("the rest does not fit: want nothing reserved, got %v", got)
+	}
+}
+
 // A waiting gang's pod names, inside its gang message, the limit its
 // minimum waits on: limitCounts reads it as the scheduler does.
 func TestLimitCountsGang(t *testing.T) {

@@ -484,59 +484,8 @@ func (h *history) fitsOn(p *podRec, cfgs []*qconfig, usage bool) bool {
 		// None of its gang runs: it waits for the gang's whole minimum.
 		req = g.min
 	}
-	group := h.model.groupFor(p.charge)
 	newApp := !usage || h.model.appPods[p.charge.app] == 0
-	ents := []who{{kind: "user", name: p.charge.user}}
-	if group != "" {
-		ents = append(ents, who{kind: "group", name: group})
-	}
-	ents = append(ents, who{kind: "queue"})
-	for _, q := range pathOf(p.charge.queue) {
-		for _, w := range ents {
-			ls := make([]*limit, 0, len(cfgs))
-			for _, c := range cfgs {
-				ls = append(ls, c.limitFor(w, q))
-			}
-			l := strictest(ls)
-			if l == nil {
-				continue
-			}
-			after := vec{}
-			apps := 0
-			if n := h.model.node(w, q); n != nil && usage {
-				after = n.res.clone()
-				apps = len(n.apps)
-			}
-			after.add(req, 1)
-			if newApp {
-				apps++
-			}
-			if l.over(after, apps, req, newApp) != "" {
-				return false
-			}
-		}
-	}
-	// Every node of its trees, from its leaf up (forests.md: all trees or
-	// none).
-	for _, tn := range treeNodesOf(p.charge) {
-		ls := make([]*limit, 0, len(cfgs))
-		for _, c := range cfgs {
-			ls = append(ls, c.treeLimit(tn[0], tn[1]))
-		}
-		l := strictest(ls)
-		if l == nil {
-			continue
-		}
-		after := vec{}
-		if usage {
-			after = h.model.treeUsage(tn[0], tn[1]).clone()
-		}
-		after.add(req, 1)
-		if l.over(after, 0, req, false) != "" {
-			return false
-		}
-	}
-	return true
+	return h.model.fits(p.charge, req, newApp, usage, cfgs)
 }
 
 // checkWaits runs the wait invariant once: a refused pod that has fitted

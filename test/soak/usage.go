@@ -458,3 +458,62 @@ func driftApps(sched, model snap) []string {
 	sort.Strings(apps)
 	return apps
 }
+
+// fits reports whether req, for a pod (or the rest of a gang) of charge c,
+// fits every limit on its path and every node of its trees, strictest of
+// cfgs, on m's usage (none when usage is false); newApp: it starts an
+// application.
+func (m *usageModel) fits(c podCharge, req vec, newApp, usage bool, cfgs []*qconfig) bool {
+	group := m.groupFor(c)
+	ents := []who{{kind: "user", name: c.user}}
+	if group != "" {
+		ents = append(ents, who{kind: "group", name: group})
+	}
+	ents = append(ents, who{kind: "queue"})
+	for _, q := range pathOf(c.queue) {
+		for _, w := range ents {
+			ls := make([]*limit, 0, len(cfgs))
+			for _, cfg := range cfgs {
+				ls = append(ls, cfg.limitFor(w, q))
+			}
+			l := strictest(ls)
+			if l == nil {
+				continue
+			}
+			after := vec{}
+			apps := 0
+			if n := m.node(w, q); n != nil && usage {
+				after = n.res.clone()
+				apps = len(n.apps)
+			}
+			after.add(req, 1)
+			if newApp {
+				apps++
+			}
+			if l.over(after, apps, req, newApp) != "" {
+				return false
+			}
+		}
+	}
+	// Every node of its trees, from its leaf up (forests.md: all trees or
+	// none).
+	for _, tn := range treeNodesOf(c) {
+		ls := make([]*limit, 0, len(cfgs))
+		for _, cfg := range cfgs {
+			ls = append(ls, cfg.treeLimit(tn[0], tn[1]))
+		}
+		l := strictest(ls)
+		if l == nil {
+			continue
+		}
+		after := vec{}
+		if usage {
+			after = m.treeUsage(tn[0], tn[1]).clone()
+		}
+		after.add(req, 1)
+		if l.over(after, 0, req, false) != "" {
+			return false
+		}
+	}
+	return true
+}
