@@ -58,6 +58,7 @@ type podRec struct {
 	treeHeld           bool      // held by a quota tree's node at least once
 	fitSince           time.Time
 	heldBehind         bool // seen fitting while kept behind a starving pod
+	claim              *behindClaim
 }
 
 func (p *podRec) pending() bool {
@@ -103,6 +104,10 @@ type history struct {
 	// explainWait, when set, says what the scheduler reports of a pod
 	// that broke the wait invariant (runner.explainWait).
 	explainWait func(ns, name string) string
+	// askBehind, when set, asks the scheduler which pod, if any, a pod
+	// that broke the wait invariant is kept behind (runner.behindClaim);
+	// nil: a pod's status is all the checks read.
+	askBehind func(ns, name string) behindClaim
 	// noScheduler is set while the harness runs no scheduler replica.
 	noScheduler bool
 	// skew, for the self-test only, changes the limits the checks use.
@@ -497,8 +502,18 @@ func (h *history) fitsOn(p *podRec, cfgs []*qconfig, usage bool) bool {
 // scheduler saw then (on a loaded machine its informers lag the etcd
 // history by a second or more).
 func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
+	if ask := h.checkWaitsLocked(now, calm, maxWait); len(ask) > 0 {
+		h.askClaims(ask, now)
+	}
+}
+
+// checkWaitsLocked is checkWaits under the history's lock; it returns the
+// pods to ask the scheduler about before their wait is a violation: those
+// past the limit not asked about since they began to fit.
+func (h *history) checkWaitsLocked(now, calm time.Time, maxWait time.Duration) []*podRec {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var ask []*podRec
 	cfgs := h.inForce(now.Add(-decisionSlack), now)
 	for _, p := range h.pods {
 		if !p.pending() || !p.refused {
@@ -536,6 +551,12 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			h.c.longestFitWaitPod = p.ns + "/" + p.name
 		}
 		if wait > maxWait {
+			if h.askBehind != nil && (p.claim == nil || p.claim.at.Before(from)) {
+				if len(ask) < maxAsks {
+					ask = append(ask, p)
+				}
+				continue
+			}
 			var explain func() string
 			if h.explainWait != nil {
 				explain = func() string { return h.explainWait(p.ns, p.name) }
@@ -543,9 +564,10 @@ func (h *history) checkWaits(now, calm time.Time, maxWait time.Duration) {
 			h.violateExplained(fmt.Sprintf("pod %s/%s (user %s, groups %v, queue %s, app %s, request %s) has fitted every limit for %.1fs and is still not bound (refused before: %v %q)\n  user's pods on %s:\n%s",
 				p.ns, p.name, p.charge.user, p.charge.groups, p.charge.queue, p.charge.app, p.charge.res, wait.Seconds(), p.refused, p.refusal,
 				"root", h.podsOf(who{kind: "user", name: p.charge.user}, "root")), explain)
-			return
+			return nil
 		}
 	}
+	return ask
 }
 
 // keptBehind reports whether p, which fits, is held behind a pod still
@@ -558,37 +580,49 @@ func (h *history) keptBehind(p *podRec) bool {
 		return false
 	}
 	name, _, _ := strings.Cut(rest, ",") // namespace/name
-	// Keys are etcd's: a prefix, then namespace/name.
-	q := h.pods[strings.TrimSuffix(p.key, p.ns+"/"+p.name)+name]
+	q := h.pods[h.keyOf(p, name)]
 	return q != nil && q.pending()
 }
 
+// keyOf is the history's key of the pod name (namespace/name): keys are
+// etcd's, a prefix, then namespace/name, as p's.
+func (h *history) keyOf(p *podRec, name string) string {
+	return strings.TrimSuffix(p.key, p.ns+"/"+p.name) + name
+}
+
 // waitsByPolicy reports whether p, which fits, may be kept behind a
-// starving pod (the starvation barrier): its status says so, or the
-// history finds such a pod ahead of it. No pod that only waits by policy
-// is a lost let-in, in the wait check or in a quiet check.
+// starving pod (the starvation barrier): its status says so, the history
+// finds such a pod ahead of it, or the scheduler said so when asked. No
+// pod that only waits by policy is a lost let-in, in the wait check or in
+// a quiet check.
 func (h *history) waitsByPolicy(p *podRec, cfgs []*qconfig, now time.Time) bool {
-	return h.keptBehind(p) || h.starvingAhead(p, cfgs, now)
+	return h.keptBehind(p) || h.starvingAhead(p, cfgs, now) || h.claimedBehind(p, cfgs, now)
 }
 
 // starvingAhead reports whether a pending pod ahead of p may have the
 // scheduler keep room for it (the starvation barrier) before p's status
-// says so: refused, created before p and more than the starvation wait
-// ago, not fitting now but able to fit alone (the barrier keeps no room
-// for a pod that can never fit), and held by a limit p counts against.
+// says so: a refused pod starving ahead of p by its status's reason.
 // The plugin's status client writes at 20/s, so after a config change
 // re-holds many pods, a held pod's status can lag its reason by seconds
-// (keptBehind reads the status). Priorities are not compared: the soak's
-// pods share one.
+// (keptBehind reads the status).
 func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) bool {
 	for _, q := range h.pods {
-		if q != p && q.pending() && q.refused && q.created.Before(p.created) &&
-			now.Sub(q.created) > hold.DefaultStarvation && limitCounts(q.refusal, p.charge) &&
-			!h.fits(q, cfgs) && h.fitsAlone(q, cfgs) {
+		if q != p && q.refused && h.starving(q, p, q.refusal, cfgs, now) {
 			return true
 		}
 	}
 	return false
+}
+
+// starving reports whether q is a pod the scheduler may keep room for
+// ahead of p, held for reason: pending, created before p and more than the
+// starvation wait ago, not fitting now but able to fit alone (the barrier
+// keeps no room for a pod that can never fit), and held by a limit p
+// counts against. Priorities are not compared: the soak's pods share one.
+func (h *history) starving(q, p *podRec, reason string, cfgs []*qconfig, now time.Time) bool {
+	return q != p && q.pending() && q.created.Before(p.created) &&
+		now.Sub(q.created) > hold.DefaultStarvation && limitCounts(reason, p.charge) &&
+		!h.fits(q, cfgs) && h.fitsAlone(q, cfgs)
 }
 
 // limitCounts reports whether a pod with charge c counts against the

@@ -115,6 +115,7 @@ func (r *runner) run(ctx context.Context, cancel func()) int {
 	first := r.nextConfig()
 	r.h = newHistory(first, r.violate)
 	r.h.explainWait = r.explainWait
+	r.h.askBehind = r.behindClaim
 	r.h.addVersion(first)
 	switch o.selftest {
 	case "":

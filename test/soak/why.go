@@ -54,19 +54,52 @@ const whyPending = 5
 // why asks the leader about one pod: a line for the report, and the
 // namespace/name of the pod it waits behind ("" when none).
 func (r *runner) why(ns, name string) (line, ahead string) {
+	body, fail := r.whyBody(ns, name)
+	if fail != "" {
+		return fail, ""
+	}
+	return whyLine(body)
+}
+
+// whyBody GETs the leader's explanation of one pod; fail says why there is
+// none.
+func (r *runner) whyBody(ns, name string) (body []byte, fail string) {
 	leader := r.c.leader()
 	if leader == nil {
-		return "no leader to ask", ""
+		return nil, "no leader to ask"
 	}
 	path := strings.NewReplacer("{partition}", "default", "{namespace}", ns, "{name}", name).Replace(dao.WhyPath)
 	code, body, err := r.c.restGet(leader, path)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("GET %s: %v", path, err), ""
+		return nil, fmt.Sprintf("GET %s: %v", path, err)
 	case code != http.StatusOK:
-		return fmt.Sprintf("GET %s: HTTP %d: %.300s", path, code, body), ""
+		return nil, fmt.Sprintf("GET %s: HTTP %d: %.300s", path, code, body)
 	}
-	return whyLine(body)
+	return body, ""
+}
+
+// behindClaim asks the leader whether ns/name is held behind another pod
+// and, if so, that pod's own reason, checked now (history.askBehind).
+func (r *runner) behindClaim(ns, name string) behindClaim {
+	body, fail := r.whyBody(ns, name)
+	if fail != "" {
+		return behindClaim{}
+	}
+	ahead := aheadOf(body)
+	if ahead == "" {
+		return behindClaim{}
+	}
+	ans, aname, _ := strings.Cut(ahead, "/")
+	body, fail = r.whyBody(ans, aname)
+	if fail != "" {
+		return behindClaim{ahead: ahead}
+	}
+	var e dao.PodExplanation
+	if json.Unmarshal(body, &e) != nil || e.Held == nil {
+		return behindClaim{ahead: ahead}
+	}
+	return behindClaim{ahead: ahead, reason: e.Held.Reason}
 }
 
 // whyLine renders a PodExplanation for a violation's report.
@@ -82,10 +115,29 @@ func whyLine(body []byte) (line, ahead string) {
 	}
 	line += fmt.Sprintf(" [held %s since %s, %d of %d held in its queue; reason checked now: %s]",
 		h.Kind, h.Since.UTC().Format("15:04:05.000"), h.Position, h.QueueHeld, h.Reason)
-	if h.Kind == string(hold.KindBehind) {
-		if _, rest, ok := strings.Cut(h.Reason, hold.BehindPrefix); ok {
-			ahead, _, _ = strings.Cut(rest, ",")
-		}
+	return line, heldBehind(h)
+}
+
+// aheadOf is the namespace/name of the pod a PodExplanation says its pod
+// is held behind ("" when none, or when the answer cannot be read).
+func aheadOf(body []byte) string {
+	var e dao.PodExplanation
+	if json.Unmarshal(body, &e) != nil || e.Held == nil {
+		return ""
 	}
-	return line, ahead
+	return heldBehind(e.Held)
+}
+
+// heldBehind is the namespace/name of the pod a hold keeps its pod behind
+// ("" when it is held by something else).
+func heldBehind(h *dao.HeldExplanation) string {
+	if h.Kind != string(hold.KindBehind) {
+		return ""
+	}
+	_, rest, ok := strings.Cut(h.Reason, hold.BehindPrefix)
+	if !ok {
+		return ""
+	}
+	ahead, _, _ := strings.Cut(rest, ",")
+	return ahead
 }

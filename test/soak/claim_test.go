@@ -1,0 +1,106 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// A pod that fits, whose status and the status of the starving pod ahead
+// of it both still show their old limits (the status writer lags after a
+// config change), waits by policy when the scheduler, asked, says it
+// keeps the pod behind that starving pod for a limit the pod counts
+// against; an answer that does not check out against the history is a
+// violation, asked once per stretch of fitting.
+func TestHistoryClaimedBehind(t *testing.T) {
+	// testConfig: u011 may run cpu 1625m in root. It runs 1500m; the pod
+	// ahead asks for 1000m, the waiting pod for 100m. Both statuses name
+	// limits the waiting pod does not count against.
+	const (
+		userLimit  = `user "u011" would exceed maxresources in root: cpu 1500m+1 > 1625m`
+		otherLimit = `held by quota: user "u012" would exceed maxresources in root: cpu 1+1 > 1625m`
+	)
+	for _, tc := range []struct {
+		name   string
+		ahead  string        // the pod the scheduler names ("big": the starving one)
+		reason string        // its reason, as the scheduler says it now
+		age    time.Duration // of the pod ahead
+		exempt bool
+	}{
+		{"behind a starving pod, a limit it counts against", "big", userLimit, 3 * time.Minute, true},
+		{"behind no pod", "", "", 3 * time.Minute, false},
+		{"behind a pod not starving yet", "big", userLimit, time.Minute, false},
+		{"behind a pod held by another user's limit", "big", `user "u012" would exceed maxresources in root: cpu 1+1 > 1625m`, 3 * time.Minute, false},
+		{"behind a pod the history does not know", "gone", userLimit, 3 * time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig(t)
+			h := newHistory(c, nil)
+			v := h.addVersion(c)
+			v.applied = time.Now()
+			run := testPod("run", "u011", []string{"g1"}, "root.alpha.a1", "1500m")
+			run.Spec.NodeName = "node-0"
+			put(t, h, 1, run)
+			big := testPod("big", "u011", []string{"g1"}, "root.alpha.a1", "1")
+			big.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld", Message: otherLimit}}
+			put(t, h, 2, big)
+			h.pods[podPrefix+big.Namespace+"/"+big.Name].created = time.Now().Add(-tc.age)
+			w := testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
+			w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
+				Message: `held by quota: user "u011" would exceed maxresources in root: cpu 2500m+100m > 1625m`}}
+			put(t, h, 3, w)
+			var asked []string
+			h.askBehind = func(ns, name string) behindClaim {
+				if !h.mu.TryLock() {
+					t.Error("asked under the history's lock")
+				} else {
+					h.mu.Unlock()
+				}
+				asked = append(asked, ns+"/"+name)
+				if tc.ahead == "" {
+					return behindClaim{}
+				}
+				return behindClaim{ahead: big.Namespace + "/" + tc.ahead, reason: tc.reason}
+			}
+			now := h.pods[podPrefix+w.Namespace+"/"+w.Name].refusedAt
+			calm := now.Add(-time.Minute)
+			// By its status alone, the waiting pod's wait counts.
+			if h.waitsByPolicy(h.pods[podPrefix+w.Namespace+"/"+w.Name], h.inForce(now, now), now) {
+				t.Fatal("waits by policy before the scheduler was asked")
+			}
+			for _, after := range []time.Duration{0, 4 * time.Second, 6 * time.Second, 6250 * time.Millisecond, 9 * time.Second} {
+				h.checkWaits(now.Add(after), calm, 5*time.Second)
+			}
+			if len(asked) != 1 || asked[0] != w.Namespace+"/"+w.Name {
+				t.Fatalf("asked about %v, want the waiting pod once", asked)
+			}
+			if got := h.violation == ""; got != tc.exempt {
+				t.Fatalf("exempt %v, want %v (violation %q)", got, tc.exempt, h.violation)
+			}
+			if !tc.exempt {
+				return
+			}
+			if h.c.heldBehind != 1 {
+				t.Errorf("heldBehind %d, want 1", h.c.heldBehind)
+			}
+			// The claim expires: the pod fits again from the next check,
+			// and is asked about again once past the wait limit.
+			for _, after := range []time.Duration{12 * time.Second, 17500 * time.Millisecond} {
+				h.checkWaits(now.Add(after), calm, 5*time.Second)
+			}
+			if len(asked) != 2 || h.violation != "" {
+				t.Fatalf("after the claim expired: asked %v, violation %q", asked, h.violation)
+			}
+			// Once the pod ahead is gone, the claim excuses nothing.
+			del(h, 4, big)
+			for _, after := range []time.Duration{18 * time.Second, 24 * time.Second, 24250 * time.Millisecond} {
+				h.checkWaits(now.Add(after), calm, 5*time.Second)
+			}
+			if !strings.Contains(h.violation, "has fitted every limit") {
+				t.Fatalf("after the pod ahead went: violation %q", h.violation)
+			}
+		})
+	}
+}
