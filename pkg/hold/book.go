@@ -587,19 +587,21 @@ func sortForLetIn(pods []*Pod, order Order) {
 }
 
 // barrierScan bounds how many pods that can never fit, or whose limit req
-// does not count against (Affects: the book indexes user and group limits
+// does not count against (takes: the book indexes user and group limits
 // by name alone, so a user's block holds the limits of every queue),
 // Barrier passes over at the head of a limit.
 const barrierScan = 64
 
 // Barrier returns the pod whose kept room a pod with key, req, priority
-// and creation would take, or nil: a held pod ahead of it in the order of
+// and creation would take, or nil (group: the group req's application is
+// tracked against, ugm's Decision.Group or TrackedGroup; the one group
+// limit it takes from): a held pod ahead of it in the order of
 // a limit req counts against (priority, its user's or group's key in a
 // fair queue, age), that waited longer than the starvation wait and could
 // fit once enough is released (the first such pod of the limit, in the
 // book's order). Its room is kept: nobody behind it is let in on that
 // limit until it is (YuniKorn's YUNIKORN-1185).
-func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, now time.Time) *Pod {
+func (b *Book) Barrier(key string, req *ugm.Request, group string, priority int32, created, now time.Time) *Pod {
 	if b.starvation <= 0 || len(b.pods) == 0 {
 		return nil
 	}
@@ -607,11 +609,11 @@ func (b *Book) Barrier(key string, req *ugm.Request, priority int32, created, no
 	cutoff := now.Add(-b.starvation)
 	me := &Pod{Key: key, Priority: priority, Created: created, Since: now}
 	id, mine := b.laneOf(req, priority)
-	for _, k := range touched(req) {
+	for _, k := range takenFrom(req, group) {
 		var head *Pod
 		n := 0
 		b.ascend(k, func(p *Pod) bool {
-			if p.Request != nil && canEverFit(p.Reason) && Affects(p.Reason, req) {
+			if p.Request != nil && canEverFit(p.Reason) && takes(p.Reason, req, group) {
 				head = p
 				return false
 			}

@@ -291,7 +291,7 @@ func TestBarrier(t *testing.T) {
 			b := NewBook(wait)
 			b.Hold(tc.head, tc.since)
 			got := ""
-			if p := b.Barrier(tc.asker.Key, tc.asker.Request, tc.asker.Priority, tc.asker.Created, now); p != nil {
+			if p := b.Barrier(tc.asker.Key, tc.asker.Request, "", tc.asker.Priority, tc.asker.Created, now); p != nil {
 				got = p.Key
 			}
 			if got != tc.want {
@@ -299,8 +299,49 @@ func TestBarrier(t *testing.T) {
 			}
 		})
 	}
-	if b := NewBook(0); b.Barrier("x", held("x", "a", "root.a", "x", 0, 0, nil).Request, 0, t0, now) != nil {
+	if b := NewBook(0); b.Barrier("x", held("x", "a", "root.a", "x", 0, 0, nil).Request, "", 0, t0, now) != nil {
 		t.Error("a book without a starvation wait keeps room")
+	}
+}
+
+// groupLimit is group's limit on root.
+func groupLimit(group string) error {
+	return &ugm.Refusal{Who: ugm.WhoGroup, Name: group, Queue: "root", Limit: ugm.LimitResources, Resource: "cpu", Usage: 2000, Request: 1000, Max: 2000}
+}
+
+// TestBarrierKeepsToTheTrackedGroup: a starving pod held by a group's
+// limit keeps its room only from pods whose applications are tracked
+// against that group, not from every user who is a member of it or, for
+// the cumulative group "*", of any group.
+func TestBarrierKeepsToTheTrackedGroup(t *testing.T) {
+	const wait = time.Minute
+	now := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name    string
+		limit   string   // the group whose limit holds the starving pod
+		groups  []string // the asker's user's groups
+		tracked string   // the group its application is tracked against
+		want    string
+	}{
+		{`tracked as "*": held back by "*"'s limit`, "*", []string{"guests"}, "*", "big"},
+		{`tracked as a named group: "*"'s limit is not its own`, "*", []string{"dev"}, "dev", ""},
+		{"tracked as the group: held back", "ops", []string{"ops"}, "ops", "big"},
+		{"a member tracked as another of its groups: not held back", "ops", []string{"dev", "ops"}, "dev", ""},
+		{"tracked against no group: not held back", "ops", []string{"ops"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBook(wait)
+			b.Hold(held("big", "ann", "root.a", "x", 0, 0, groupLimit(tc.limit)), now.Add(-2*wait))
+			asker := held("small", "bob", "root.a", "y", 0, 5, nil)
+			asker.Request.Groups = tc.groups
+			got := ""
+			if p := b.Barrier(asker.Key, asker.Request, tc.tracked, 0, asker.Created, now); p != nil {
+				got = p.Key
+			}
+			if got != tc.want {
+				t.Errorf("Barrier = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -417,7 +458,7 @@ func TestBarrierPassesOtherQueuesLimits(t *testing.T) {
 	b.Hold(held("first", "ann", "root.b", "x", 0, 0, atB), t0)
 	b.Hold(held("second", "ann", "root.b", "y", 0, 1, atRoot), t0)
 	small := held("small", "ann", "root.a", "z", 0, 5, nil)
-	if p := b.Barrier(small.Key, small.Request, 0, small.Created, now); p == nil || p.Key != "second" {
+	if p := b.Barrier(small.Key, small.Request, "", 0, small.Created, now); p == nil || p.Key != "second" {
 		t.Errorf("Barrier = %v, want second (ann's limit on root)", p)
 	}
 }

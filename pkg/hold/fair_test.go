@@ -89,7 +89,7 @@ func TestFairOrder(t *testing.T) {
 	for user, want := range map[string]string{"flood": "bob-big", "ann": "bob-big", "low": ""} {
 		asker := held(user+"-x", user, "root.fair", "x", 0, 10, nil)
 		got := ""
-		if p := b2.Barrier(asker.Key, asker.Request, 0, asker.Created, now); p != nil {
+		if p := b2.Barrier(asker.Key, asker.Request, "", 0, asker.Created, now); p != nil {
 			got = p.Key
 		}
 		if got != want {

@@ -225,10 +225,28 @@ func touched(released *ugm.Request) []block {
 	if len(released.Groups) > 0 {
 		out = append(out, block{'g', "*"})
 	}
-	for p := released.Queue; p != ""; p = queueconfig.ParentPath(p) {
+	return pathBlocks(released, out)
+}
+
+// takenFrom lists the blocks an admission of req, whose application is
+// tracked against group ("" for none), takes room from: its user, that
+// one group, every queue on its path, its application.
+func takenFrom(req *ugm.Request, group string) []block {
+	out := make([]block, 0, 8)
+	out = append(out, block{'u', req.User}, block{'a', req.App.String()})
+	if group != "" {
+		out = append(out, block{'g', group})
+	}
+	return pathBlocks(req, out)
+}
+
+// pathBlocks adds to out the blocks of every queue on req's path and of
+// its trees' nodes.
+func pathBlocks(req *ugm.Request, out []block) []block {
+	for p := req.Queue; p != ""; p = queueconfig.ParentPath(p) {
 		out = append(out, block{'q', p})
 	}
-	return treeBlocks(released, out)
+	return treeBlocks(req, out)
 }
 
 // Affects reports whether req counts against the limit that reason says
@@ -256,6 +274,23 @@ func Affects(reason error, req *ugm.Request) bool {
 	}
 	// Placement waits for a config change or an update of the pod itself.
 	return false
+}
+
+// takes reports whether an admission of req, whose application is tracked
+// against group, would take room from the limit reason says holds a pod:
+// Affects, but a group's limit only for the group it is charged to
+// (ugm.Refusal.CountsFor), so that a starving pod held by one group's
+// limit keeps no room from the users of another.
+func takes(reason error, req *ugm.Request, group string) bool {
+	var behind *BehindError
+	if errors.As(reason, &behind) {
+		reason = behind.Pod.Reason
+	}
+	var r *ugm.Refusal
+	if errors.As(reason, &r) && r.Who == ugm.WhoGroup {
+		return r.CountsFor(req, group)
+	}
+	return Affects(reason, req)
 }
 
 // canEverFit reports whether the pod's request alone fits the limit that

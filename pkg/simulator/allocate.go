@@ -146,7 +146,7 @@ func (s *sim) admit(p *pendingPod, req *ugm.Request) error {
 	if p.gang != nil {
 		return s.admitMember(p, req)
 	}
-	if head := s.book.Barrier(p.name, req, p.priority, p.created, s.now); head != nil {
+	if head := s.book.Barrier(p.name, req, s.ledger.Manager().TrackedGroup(req), p.priority, p.created, s.now); head != nil {
 		if err := s.ledger.Check(req); err != nil {
 			return err
 		}

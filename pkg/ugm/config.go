@@ -147,6 +147,10 @@ type Decision struct {
 	TreeNeeds []TreeNeed
 	// Elastic is the config's flag (InForce.Elastic).
 	Elastic bool
+	// Group is the group the request's application is tracked against
+	// when it fits ("" for none, or when it does not): the one group
+	// limit it takes from (Refusal.CountsFor).
+	Group string
 }
 
 // Decide places the pod key and checks its request in one read-locked
@@ -179,7 +183,7 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 		hc := own.h
 		h = &hc
 	}
-	_, _, _, d.Err = m.checkFor(&req, own, nil, h)
+	_, _, d.Group, d.Err = m.checkFor(&req, own, nil, h)
 	var r *Refusal
 	if !reclaim || !errors.As(d.Err, &r) {
 		return d

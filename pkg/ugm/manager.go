@@ -425,6 +425,26 @@ func (m *Manager) groupOf(req *Request, leaf *queue) string {
 	return m.resolveGroup(leaf, req.Groups)
 }
 
+// TrackedGroup is the group req's application is tracked against ("" for
+// none): its running or admitted application's, else the group a new one
+// would be resolved to in its queue (for a queue still to be created, in
+// its deepest existing ancestor, as the check does).
+func (m *Manager) TrackedGroup(req *Request) string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if a := m.apps[req.App]; a != nil {
+		if a.group == nil {
+			return ""
+		}
+		return a.group.name
+	}
+	leaf := m.queues.byPath[req.Queue]
+	if leaf == nil && req.Create {
+		leaf = m.queues.deepest(req.Queue)
+	}
+	return m.groupOf(req, leaf)
+}
+
 // resolveGroup picks the group a new application is tracked against: walking
 // leaf to root, the first queue whose limits name one of the user's groups
 // (earliest limit entry first) decides; a "*" group entry on a queue matches

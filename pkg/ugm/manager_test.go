@@ -261,6 +261,14 @@ queues:
 		t.Run(tc.name, func(t *testing.T) {
 			m := withConfig(t, cfg)
 			r := req("u", tc.groups, tc.queue, "app", res(t, "cpu", "1"))
+			// What a new application would be tracked against, as the
+			// hold's barrier asks it (TrackedGroup, Decide).
+			if got := m.TrackedGroup(r); got != tc.want {
+				t.Errorf("TrackedGroup = %q, want %q", got, tc.want)
+			}
+			if d := m.Decide("p1", func(*InForce, Queues) (Request, error) { return *r, nil }, false); d.Err != nil || d.Group != tc.want {
+				t.Errorf("Decide = group %q, %v; want %q", d.Group, d.Err, tc.want)
+			}
 			if err := m.Increase(r); err != nil {
 				t.Fatal(err)
 			}
@@ -279,6 +287,9 @@ queues:
 			}
 			if u, _ := m.User("u"); u.Groups["ns/app"] != tc.want {
 				t.Fatalf("group changed to %q", u.Groups["ns/app"])
+			}
+			if got := m.TrackedGroup(r2); got != tc.want {
+				t.Errorf("TrackedGroup of the running application = %q, want %q", got, tc.want)
 			}
 			if tc.want != "" {
 				if _, ok := m.Group(tc.want); !ok {

@@ -134,7 +134,7 @@ func (e *AppConflict) Error() string {
 // holds some; a starving pod held by it keeps room from a pod in scope
 // only. Group membership stands for the group an application is tracked
 // against (resolved once per application): the same for a user whose
-// groups resolve to one group on the path.
+// groups resolve to one group on the path; CountsFor is exact.
 func (r *Refusal) Counts(req *Request) bool {
 	if req.Queue != r.Queue && !strings.HasPrefix(req.Queue, r.Queue+".") {
 		return false
@@ -154,4 +154,16 @@ func (r *Refusal) Counts(req *Request) bool {
 		return false
 	}
 	return true
+}
+
+// CountsFor is Counts for a request whose application is tracked against
+// group ("" for none; TrackedGroup): a group's limit counts only for the
+// group the application is charged to, not for every group of its user.
+// A user in groups g0 and g1 tracked as g0 takes nothing from g1's limit,
+// nor from the cumulative group "*"'s.
+func (r *Refusal) CountsFor(req *Request, group string) bool {
+	if r.Who == WhoGroup {
+		return group != "" && r.Name == group && (req.Queue == r.Queue || strings.HasPrefix(req.Queue, r.Queue+"."))
+	}
+	return r.Counts(req)
 }

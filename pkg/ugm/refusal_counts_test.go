@@ -43,3 +43,33 @@ func TestRefusalCounts(t *testing.T) {
 		})
 	}
 }
+
+// CountsFor: a group's limit counts only for the group the application is
+// tracked against; other limits as Counts.
+func TestRefusalCountsFor(t *testing.T) {
+	sue := &Refusal{Who: WhoUser, Name: "sue", Queue: "root.a", Limit: LimitResources, Resource: "cpu"}
+	dev := &Refusal{Who: WhoGroup, Name: "dev", Queue: "root.a", Limit: LimitResources, Resource: "cpu"}
+	anyGroup := &Refusal{Who: WhoGroup, Name: "*", Queue: "root", Limit: LimitResources, Resource: "cpu"}
+	for _, tc := range []struct {
+		name  string
+		r     *Refusal
+		req   *Request
+		group string
+		want  bool
+	}{
+		{"a user's limit: as Counts", sue, countsReq("sue", "root.a", 1, "dev"), "dev", true},
+		{"a user's limit: another user", sue, countsReq("bob", "root.a", 1, "dev"), "dev", false},
+		{"the tracked group", dev, countsReq("ann", "root.a.x", 1, "ops", "dev"), "dev", true},
+		{"the tracked group outside the limit's queue", dev, countsReq("ann", "root.b", 1, "dev"), "dev", false},
+		{"a member tracked against another group", dev, countsReq("ann", "root.a", 1, "ops", "dev"), "ops", false},
+		{"a member tracked against none", dev, countsReq("ann", "root.a", 1, "dev"), "", false},
+		{"group *: tracked as *", anyGroup, countsReq("ann", "root.a", 1, "guests"), "*", true},
+		{"group *: tracked against a named group", anyGroup, countsReq("ann", "root.a", 1, "dev"), "dev", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.r.CountsFor(tc.req, tc.group); got != tc.want {
+				t.Errorf("CountsFor = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

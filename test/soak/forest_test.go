@@ -245,7 +245,7 @@ func TestLimitCountsTree(t *testing.T) {
 		{`held by quota: quota tree region node east (above east-1) would exceed its quota: cpu 3+1 > 3`, false},
 		{`held by quota: quota tree project node green would exceed its quota: pods 3+1 > 3`, false},
 	} {
-		if got := limitCounts(tc.msg, c); got != tc.want {
+		if got := limitCounts(tc.msg, c, ""); got != tc.want {
 			t.Errorf("limitCounts(%q) = %v, want %v", tc.msg, got, tc.want)
 		}
 	}

@@ -241,7 +241,7 @@ func TestLimitCountsGang(t *testing.T) {
 	} {
 		msg := hold.MessagePrefix + (&gang.HeldError{Gang: gang.ID{Namespace: "soak-a", Form: gang.FormTaskGroups, Name: "Job/x"},
 			Min: gang.Min{Members: 4}, Err: errors.New(tc.limit)}).Error()
-		if got := limitCounts(msg, c); got != tc.want {
+		if got := limitCounts(msg, c, "g1"); got != tc.want {
 			t.Errorf("limitCounts(%q) = %v, want %v", msg, got, tc.want)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -621,16 +620,18 @@ func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) bool 
 // counts against. Priorities are not compared: the soak's pods share one.
 func (h *history) starving(q, p *podRec, reason string, cfgs []*qconfig, now time.Time) bool {
 	return q != p && q.pending() && q.created.Before(p.created) &&
-		now.Sub(q.created) > hold.DefaultStarvation && limitCounts(reason, p.charge) &&
+		now.Sub(q.created) > hold.DefaultStarvation && limitCounts(reason, p.charge, h.model.groupFor(p.charge)) &&
 		!h.fits(q, cfgs) && h.fitsAlone(q, cfgs)
 }
 
-// limitCounts reports whether a pod with charge c counts against the
-// limit a refusal message names (who, as the plugin words it: user "x",
-// group "g", queue q), as hold.Affects does for the scheduler's own
-// reasons. A message naming no such limit (a pod waiting behind another,
-// a placement error) counts for nobody.
-func limitCounts(refusal string, c podCharge) bool {
+// limitCounts reports whether a pod with charge c, whose application is
+// tracked against group ("" for none), counts against the limit a refusal
+// message names (who, as the plugin words it: user "x", group "g", queue
+// q), as the scheduler's starvation barrier does for its own reasons: a
+// group's limit only for the group it is tracked against. A message
+// naming no such limit (a pod waiting behind another, a placement error)
+// counts for nobody.
+func limitCounts(refusal string, c podCharge, group string) bool {
 	msg := strings.TrimPrefix(refusal, hold.MessagePrefix)
 	if strings.HasPrefix(msg, "gang ") {
 		// A waiting gang's pod: the limit its minimum waits on follows.
@@ -642,7 +643,7 @@ func limitCounts(refusal string, c podCharge) bool {
 		return name == c.user && underLimitQueue(rest, c)
 	case strings.HasPrefix(msg, "group \""):
 		name, rest, _ := strings.Cut(strings.TrimPrefix(msg, "group \""), "\"")
-		return ((name == "*" && len(c.groups) > 0) || slices.Contains(c.groups, name)) && underLimitQueue(rest, c)
+		return group != "" && name == group && underLimitQueue(rest, c)
 	case strings.HasPrefix(msg, "queue "):
 		q, _, _ := strings.Cut(strings.TrimPrefix(msg, "queue "), " ")
 		return c.queue == q || strings.HasPrefix(c.queue, q+".")

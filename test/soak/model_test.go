@@ -426,7 +426,8 @@ func TestLimitCounts(t *testing.T) {
 		{`held by quota: user "u1" would exceed maxresources in root: pods 3+1 > 3`, true},
 		{`user "u2" would exceed maxresources in root: pods 3+1 > 3`, false},
 		{`held by quota: group "g1" would exceed maxresources in root.alpha: cpu 1+1 > 1`, true},
-		{`held by quota: group "*" would exceed maxresources in root: pods 8+1 > 8`, true},
+		// Tracked as g1: the cumulative group "*"'s limit is not its own.
+		{`held by quota: group "*" would exceed maxresources in root: pods 8+1 > 8`, false},
 		{`held by quota: group "g2" would exceed maxresources in root: pods 8+1 > 8`, false},
 		// A user's or group's limit on another queue takes nothing of theirs.
 		{`held by quota: user "u1" would exceed maxresources in root.beta: pods 3+1 > 3`, false},
@@ -441,9 +442,15 @@ func TestLimitCounts(t *testing.T) {
 		{`held by quota: waiting behind pod soak-a/big, held since 10:00:00`, false},
 		{`0/4 nodes are available`, false},
 	} {
-		if got := limitCounts(tc.msg, c); got != tc.want {
+		if got := limitCounts(tc.msg, c, "g1"); got != tc.want {
 			t.Errorf("limitCounts(%q) = %v, want %v", tc.msg, got, tc.want)
 		}
+	}
+	// Tracked as "*", the same pod counts against "*"'s limit and no
+	// longer against g1's.
+	if !limitCounts(`held by quota: group "*" would exceed maxresources in root: pods 8+1 > 8`, c, "*") ||
+		limitCounts(`held by quota: group "g1" would exceed maxresources in root.alpha: cpu 1+1 > 1`, c, "*") {
+		t.Error(`limitCounts for a pod tracked as "*" reads the group's limits by its named groups`)
 	}
 }
 

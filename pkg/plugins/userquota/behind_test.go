@@ -138,3 +138,40 @@ func TestBarrierKeepsToItsLimitsQueue(t *testing.T) {
 		t.Errorf("ann's pod in root.b = %v, want held behind big", s)
 	}
 }
+
+// groupsConfig: group dev may run 4 cpu in all, every other group
+// together (the cumulative group "*") 3.
+var groupsConfig = queueconfigtest.Root(`
+limits:
+- limit: dev
+  groups: [dev]
+  maxresources: {vcore: 4}
+- limit: others
+  groups: ["*"]
+  maxresources: {vcore: 3}
+queues:
+- name: default
+- name: a
+`)
+
+// TestBarrierKeepsToItsGroup: a starving pod held by the cumulative group
+// "*"'s limit keeps that room from pods tracked against "*" only; a user
+// of a named group (tracked against it, though it also has a group "*"
+// would match) takes nothing from it and is not held.
+func TestBarrierKeepsToItsGroup(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	e := newEnv(t, envOptions{config: groupsConfig, clock: clk})
+	running := userPod("running", "gil", "guests", "a", "2")
+	e.mustSchedule(running)
+	e.bind(running)
+	if s := e.preEnqueue(userPod("big", "gus", "guests", "a", "2")); s.IsSuccess() {
+		t.Fatal(`big let in past group "*"'s limit`)
+	}
+	clk.Step(hold.DefaultStarvation + time.Second)
+	if s := e.preEnqueue(userPod("dev-pod", "dan", "dev,guests", "a", "1")); !s.IsSuccess() {
+		t.Errorf("dev's pod = %v, want let in", s)
+	}
+	if s := e.preEnqueue(userPod("guest-pod", "gwen", "visitors", "a", "1")); s.IsSuccess() || !strings.Contains(s.Message(), "waiting behind pod ns1/big") {
+		t.Errorf(`a pod tracked against "*" = %v, want held behind big`, s)
+	}
+}

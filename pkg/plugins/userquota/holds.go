@@ -211,11 +211,12 @@ func (h *holds) of(kind hold.Kind, order hold.Order) []*hold.Pod {
 }
 
 // barrier returns the held pod whose kept room the pod would take (see
-// hold.Book.Barrier), or nil.
-func (h *holds) barrier(pod *v1.Pod, req *ugm.Request) *hold.Pod {
+// hold.Book.Barrier; group: the group its application is tracked
+// against), or nil.
+func (h *holds) barrier(pod *v1.Pod, req *ugm.Request, group string) *hold.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.book.Barrier(string(pod.UID), req, podPriority(pod), pod.CreationTimestamp.Time, h.clock.Now())
+	return h.book.Barrier(string(pod.UID), req, group, podPriority(pod), pod.CreationTimestamp.Time, h.clock.Now())
 }
 
 // kinds counts the held pods by kind.

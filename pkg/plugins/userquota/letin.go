@@ -67,7 +67,7 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 	case d.Err != nil:
 		return nil, d.Err
 	}
-	if s := pl.held.barrier(pod, &d.Request); s != nil {
+	if s := pl.held.barrier(pod, &d.Request, d.Group); s != nil {
 		return &d.Request, &hold.BehindError{Pod: s}
 	}
 	if err := pl.ugm.Admit(key, &d.Request); err != nil {
