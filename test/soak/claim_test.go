@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // A pod that fits, whose status and the status of the starving pod ahead
@@ -36,21 +34,7 @@ func TestHistoryClaimedBehind(t *testing.T) {
 		{"behind a pod the history does not know", "gone", userLimit, 3 * time.Minute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := testConfig(t)
-			h := newHistory(c, nil)
-			v := h.addVersion(c)
-			v.applied = time.Now()
-			run := testPod("run", "u011", []string{"g1"}, "root.alpha.a1", "1500m")
-			run.Spec.NodeName = "node-0"
-			put(t, h, 1, run)
-			big := testPod("big", "u011", []string{"g1"}, "root.alpha.a1", "1")
-			big.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld", Message: otherLimit}}
-			put(t, h, 2, big)
-			h.pods[podPrefix+big.Namespace+"/"+big.Name].created = time.Now().Add(-tc.age)
-			w := testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
-			w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
-				Message: `held by quota: user "u011" would exceed maxresources in root: cpu 2500m+100m > 1625m`}}
-			put(t, h, 3, w)
+			h, big, w := behindSetup(t, "1", otherLimit, tc.age)
 			var asked []string
 			h.askBehind = func(ns, name string) behindClaim {
 				if !h.mu.TryLock() {

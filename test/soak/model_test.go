@@ -374,21 +374,7 @@ func TestHistoryPodBehindAStarvingPod(t *testing.T) {
 		{"starving, another user's limit", 3 * time.Minute, "1", `held by quota: user "u012" would exceed maxresources in root: cpu 1+1 > 1625m`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := testConfig(t)
-			h := newHistory(c, nil)
-			v := h.addVersion(c)
-			v.applied = time.Now()
-			run := testPod("run", "u011", []string{"g1"}, "root.alpha.a1", "1500m")
-			run.Spec.NodeName = "node-0"
-			put(t, h, 1, run)
-			big := testPod("big", "u011", []string{"g1"}, "root.alpha.a1", tc.cpu)
-			big.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld", Message: tc.message}}
-			put(t, h, 2, big)
-			h.pods[podPrefix+big.Namespace+"/"+big.Name].created = time.Now().Add(-tc.age)
-			w := testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
-			w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
-				Message: `held by quota: user "u011" would exceed maxresources in root: cpu 2500m+100m > 1625m`}}
-			put(t, h, 3, w)
+			h, big, w := behindSetup(t, tc.cpu, tc.message, tc.age)
 			// A quiet check does not wait for a pod that waits by policy.
 			if got := slices.Contains(h.fittingPending(), w.Namespace+"/"+w.Name); got == tc.exempt {
 				t.Errorf("quiet check waits for the pod: %v, want %v", got, !tc.exempt)
@@ -415,6 +401,29 @@ func TestHistoryPodBehindAStarvingPod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// behindSetup: u011 runs 1500m of its 1625m in root; big (u011, cpu,
+// its status saying message) was created age ago and is pending; w
+// (u011, 100m) is pending, its status naming u011's limit.
+func behindSetup(t *testing.T, cpu, message string, age time.Duration) (h *history, big, w *v1.Pod) {
+	t.Helper()
+	c := testConfig(t)
+	h = newHistory(c, nil)
+	v := h.addVersion(c)
+	v.applied = time.Now()
+	run := testPod("run", "u011", []string{"g1"}, "root.alpha.a1", "1500m")
+	run.Spec.NodeName = "node-0"
+	put(t, h, 1, run)
+	big = testPod("big", "u011", []string{"g1"}, "root.alpha.a1", cpu)
+	big.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld", Message: message}}
+	put(t, h, 2, big)
+	h.pods[podPrefix+big.Namespace+"/"+big.Name].created = time.Now().Add(-age)
+	w = testPod("w", "u011", []string{"g1"}, "root.alpha.a1", "100m")
+	w.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "QuotaHeld",
+		Message: `held by quota: user "u011" would exceed maxresources in root: cpu 2500m+100m > 1625m`}}
+	put(t, h, 3, w)
+	return h, big, w
 }
 
 func TestLimitCounts(t *testing.T) {
