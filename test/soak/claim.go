@@ -18,6 +18,7 @@ import (
 type behindClaim struct {
 	ahead, reason string
 	at            time.Time // when asked (the wait check's clock)
+	excused       bool      // it excused a wait (counted once)
 }
 
 // claimTTL is how long a claim excuses a wait before it is asked again.
@@ -35,7 +36,14 @@ func (h *history) claimedBehind(p *podRec, cfgs []*qconfig, now time.Time) bool 
 		return false
 	}
 	q := h.pods[h.keyOf(p, c.ahead)]
-	return q != nil && h.starving(q, p, c.reason, cfgs, now)
+	if q == nil || !h.starving(q, p, c.reason, cfgs, now) {
+		return false
+	}
+	if !c.excused {
+		c.excused = true
+		h.c.claimsExcused++
+	}
+	return true
 }
 
 // askClaims asks the scheduler about pods (outside the history's lock)
@@ -51,4 +59,5 @@ func (h *history) askClaims(pods []*podRec, now time.Time) {
 	for i, p := range pods {
 		p.claim = &claims[i]
 	}
+	h.c.claimsAsked += len(pods)
 }

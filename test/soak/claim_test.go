@@ -66,8 +66,8 @@ func TestHistoryClaimedBehind(t *testing.T) {
 			if !tc.exempt {
 				return
 			}
-			if h.c.heldBehind != 1 {
-				t.Errorf("heldBehind %d, want 1", h.c.heldBehind)
+			if h.c.heldBehind != 1 || h.c.claimsAsked != 1 || h.c.claimsExcused != 1 {
+				t.Errorf("heldBehind %d, claims asked %d, excused %d; want 1 each", h.c.heldBehind, h.c.claimsAsked, h.c.claimsExcused)
 			}
 			// The claim expires: the pod fits again from the next check,
 			// and is asked about again once past the wait limit.

@@ -82,6 +82,7 @@ type counters struct {
 	longestFitWait                time.Duration
 	longestFitWaitPod             string
 	heldBehind                    int // pods that fitted but waited behind a starving pod
+	claimsAsked, claimsExcused    int // waits past the limit the leader was asked about; whose answers excused them
 	gangFirstBinds, gangsWhole    int // gangs whose first pod bound; that ran their whole minimum
 	historyEvents, historyResyncs int
 	treeHeld                      int // pods held by a quota tree's node at least once

@@ -812,6 +812,8 @@ type figures struct {
 	LongestFitWaitSeconds   float64
 	LongestFitWaitPod       string
 	HeldBehind              int
+	ClaimsAsked             int
+	ClaimsExcused           int
 	HistoryEvents           int
 	HistoryResyncs          int
 	TreeBound, TreeHeld     int
@@ -828,7 +830,7 @@ func (r *runner) finishFigures() {
 	f.Created, f.Bound, f.Lifecycles, f.Succeeded, f.Failed = c.created, c.bound, c.lifecycles, c.succeeded, c.failed
 	f.DeletedBound, f.DeletedPending, f.Refused = c.deletedBound, c.deletedPending, c.refusedPods
 	f.BindChecks, f.LongestFitWaitSeconds, f.LongestFitWaitPod = c.bindChecks, c.longestFitWait.Seconds(), c.longestFitWaitPod
-	f.HeldBehind = c.heldBehind
+	f.HeldBehind, f.ClaimsAsked, f.ClaimsExcused = c.heldBehind, c.claimsAsked, c.claimsExcused
 	f.GangFirstBinds, f.GangsWhole = c.gangFirstBinds, c.gangsWhole
 	f.HistoryEvents, f.HistoryResyncs = c.historyEvents, c.historyResyncs
 	f.TreeBound, f.TreeHeld = c.treeBound, c.treeHeld
@@ -911,6 +913,7 @@ func (f *figures) markdown(o *options) string {
 	row("bindings checked against the limits in force (etcd history)", f.BindChecks)
 	row("longest wait of a pod that fitted (outside fault windows)", fmt.Sprintf("%.1fs (limit %s)", f.LongestFitWaitSeconds, o.maxWait))
 	row("pods that fitted but were kept behind a pod held longer than the starvation wait (not counted as waits)", f.HeldBehind)
+	row("waits past the limit the leader was asked about; of them, excused as kept behind a starving pod", fmt.Sprintf("%d; %d", f.ClaimsAsked, f.ClaimsExcused))
 	row("etcd history events replayed; resyncs", fmt.Sprintf("%d; %d", f.HistoryEvents, f.HistoryResyncs))
 	if len(f.AuditRepairs) > 0 {
 		fmt.Fprintf(&b, "\nAudit repairs (each a lost informer event; the run does not fail on them, since usage settled exact, but each is a finding):\n\n```\n%s\n```\n", strings.Join(f.AuditRepairs, "\n"))
