@@ -48,6 +48,7 @@ type completion struct {
 	at     time.Time
 	user   string
 	groups []string
+	group  string // the group its application was tracked against
 	queue  string
 	res    resources.Vector
 }
@@ -71,9 +72,10 @@ func NewCompletions(capacity int, lookback time.Duration) *Completions {
 	return &Completions{ring: make([]completion, capacity), lookback: lookback}
 }
 
-// Record notes that a pod charged req ended at at.
-func (c *Completions) Record(req *ugm.Request, at time.Time) {
-	c.ring[c.next] = completion{at: at, user: req.User, groups: req.Groups, queue: req.Queue, res: req.Resources}
+// Record notes that a pod charged req, its application tracked against
+// group ("" for none), ended at at.
+func (c *Completions) Record(req *ugm.Request, group string, at time.Time) {
+	c.ring[c.next] = completion{at: at, user: req.User, groups: req.Groups, group: group, queue: req.Queue, res: req.Resources}
 	c.next++
 	if c.next == len(c.ring) {
 		c.next, c.full = 0, true
@@ -113,7 +115,7 @@ func (c *Completions) Rate(r *ugm.Refusal, now time.Time) (freed int64, n int, s
 	var oldest time.Time
 	c.newest(now, func(rec *completion) bool {
 		req := ugm.Request{User: rec.user, Groups: rec.groups, Queue: rec.queue}
-		if !r.Counts(&req) {
+		if !r.CountsFor(&req, rec.group) {
 			return true
 		}
 		freed += rec.res.Get(id)

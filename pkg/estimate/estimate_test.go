@@ -70,7 +70,7 @@ func TestRate(t *testing.T) {
 			}
 			c := NewCompletions(capacity, lookback)
 			for _, r := range tc.recs {
-				c.Record(r.req, at(r.at))
+				c.Record(r.req, "", at(r.at))
 			}
 			freed, n, span := c.Rate(sueAt(), at(tc.now))
 			if freed != tc.wantFreed || n != tc.wantN || span != tc.wantSpan {
@@ -80,12 +80,26 @@ func TestRate(t *testing.T) {
 	}
 }
 
+// TestRateGroup: a group's limit is freed only by completions of
+// applications tracked against that group, not by every member's (nor,
+// for the cumulative group "*", by every user with a group).
+func TestRateGroup(t *testing.T) {
+	star := &ugm.Refusal{Who: ugm.WhoGroup, Name: "*", Queue: "root", Limit: ugm.LimitResources, Resource: "cpu", Usage: 4000, Request: 2000, Max: 5000}
+	c := NewCompletions(DefaultCapacity, DefaultLookback)
+	c.Record(req("gus", "root.a", 1000, "guests"), "*", at(time.Minute))
+	c.Record(req("dan", "root.a", 3000, "dev", "guests"), "dev", at(2*time.Minute))
+	c.Record(req("ann", "root.a", 5000), "", at(3*time.Minute))
+	if freed, n, _ := c.Rate(star, at(10*time.Minute)); freed != 1000 || n != 1 {
+		t.Errorf(`Rate of group "*"'s limit = %d freed by %d, want 1000 by 1 (gus's only)`, freed, n)
+	}
+}
+
 // TestRateRecent: only the Recent most recent completions in scope give
 // the rate, so a change of pace shows.
 func TestRateRecent(t *testing.T) {
 	c := NewCompletions(DefaultCapacity, DefaultLookback)
 	for i := range Recent + 10 {
-		c.Record(req("sue", "root.a", 1000), at(time.Duration(i)*time.Minute))
+		c.Record(req("sue", "root.a", 1000), "", at(time.Duration(i)*time.Minute))
 	}
 	now := at(time.Duration(Recent+10) * time.Minute)
 	freed, n, span := c.Rate(sueAt(), now)
@@ -124,7 +138,7 @@ func TestOf(t *testing.T) {
 	sueDone := func() *Completions {
 		c := NewCompletions(DefaultCapacity, DefaultLookback)
 		for i := 1; i <= 10; i++ {
-			c.Record(req("sue", "root.a", 1000), at(time.Duration(2*i)*time.Minute))
+			c.Record(req("sue", "root.a", 1000), "", at(time.Duration(2*i)*time.Minute))
 		}
 		return c
 	}
@@ -189,7 +203,7 @@ func TestOf(t *testing.T) {
 func TestOfBurst(t *testing.T) {
 	c := NewCompletions(DefaultCapacity, DefaultLookback)
 	for range 3 {
-		c.Record(req("sue", "root.a", 1000), at(time.Minute))
+		c.Record(req("sue", "root.a", 1000), "", at(time.Minute))
 	}
 	got := Of(sueAt(), 2000, nil, c, at(time.Minute))
 	if got.Unknown != "" || got.Wait != time.Second/3 {

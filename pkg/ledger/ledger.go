@@ -257,6 +257,11 @@ func (l *Ledger) Get(pod string) (Charge, bool) {
 	return *c, true
 }
 
+// Group is the group the charge's application is tracked against ("" for
+// none): a group's limit counts only that group's charges
+// (ugm.Refusal.CountsFor).
+func (c *Charge) Group() string { return c.handle.Group() }
+
 // Len returns the number of live pods.
 func (l *Ledger) Len() int {
 	l.mu.Lock()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/userquota/userquota/pkg/estimate"
 	"github.com/userquota/userquota/pkg/hold"
-	"github.com/userquota/userquota/pkg/ugm"
+	"github.com/userquota/userquota/pkg/ledger"
 )
 
 // Estimates under Options.Estimates (docs/simulator.md, "--estimates";
@@ -61,11 +61,11 @@ type estimatesSummary struct {
 	SignedP90 string `json:"signedP90"`
 }
 
-// completed records the release of a live pod charged req (a
+// completed records the release of a live pod's charge c (a
 // completion).
-func (s *sim) completed(req *ugm.Request) {
+func (s *sim) completed(c *ledger.Charge) {
 	if s.est != nil {
-		s.est.completions.Record(req, s.now)
+		s.est.completions.Record(&c.Request, c.Group(), s.now)
 	}
 }
 

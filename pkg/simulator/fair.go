@@ -131,7 +131,7 @@ func (s *sim) complete(c *completion) {
 		return
 	}
 	s.emit(completedLine{Pod: c.pod, Completed: s.clockText()})
-	s.completed(&ch.Request)
+	s.completed(&ch)
 	f := &freed{released: &ch.Request, sharesBefore: before, gone: s.leave(c.pod)}
 	if f.gone != nil {
 		s.gangGone(f.gone)

@@ -178,7 +178,7 @@ func (s *sim) preemptForTrees(p *pendingPod, d decision) bool {
 		delete(s.running, v.Key)
 		delete(s.live, v.Key)
 		if c, ok, err := s.ledger.Release(v.Key); ok {
-			s.completed(&c.Request)
+			s.completed(&c)
 		} else if err != nil {
 			s.logf("preempt %s: %v\n", v.Key, err)
 		}

@@ -305,7 +305,7 @@ func (s *sim) release(n int, l *traceLine) (any, *freed) {
 	if !ok {
 		return out, nil
 	}
-	s.completed(&c.Request)
+	s.completed(&c)
 	return out, &freed{released: &c.Request, sharesBefore: before, gone: s.leave(l.Pod)}
 }
 

@@ -79,6 +79,11 @@ func (h *Handle) resolve(req *Request, a *app) {
 		ends: a.userLeaf.ends, userName: req.User, queue: req.Queue, app: req.App}
 }
 
+// Group is the group h's application is tracked against ("" for none or
+// for a handle never resolved; a commit resolves its handle). h is the
+// caller's own.
+func (h *Handle) Group() string { return h.groupName }
+
 // running returns h's application (nil: none), read without m.mu: h is the
 // caller's own. Read before the lock, the handle's cache miss overlaps
 // the request's (the lock is a fence on x86: what is read after it waits

@@ -286,7 +286,7 @@ func (pl *Plugin) holders(l *dao.LetIn, r *ugm.Refusal, v rest.Viewer) {
 	hidden := &held{key: dao.Hidden}
 	for _, uid := range pl.ledger.Pods() {
 		c, ok := pl.ledger.Get(uid)
-		if !ok || !r.Counts(&c.Request) {
+		if !ok || !r.CountsFor(&c.Request, c.Group()) {
 			continue
 		}
 		amount := int64(0)

@@ -390,3 +390,25 @@ func TestWhyBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestWhyGroupHolders: the holders of a group's limit are the pods whose
+// applications are tracked against that group: for the cumulative group
+// "*", not a pod of a user tracked against a named group.
+func TestWhyGroupHolders(t *testing.T) {
+	e := newEnv(t, envOptions{config: groupsConfig})
+	for _, p := range []*v1.Pod{userPod("gil-run", "gil", "guests", "a", "2"), userPod("dan-run", "dan", "dev,guests", "a", "1")} {
+		e.mustSchedule(p)
+		e.bind(p)
+	}
+	if s := e.preEnqueue(userPod("big", "gus", "guests", "a", "2")); s.IsSuccess() {
+		t.Fatal(`big let in past group "*"'s limit`)
+	}
+	got, err := e.pl.why("ns1", "big", admin)
+	if err != nil || got.Held == nil || got.Held.LetIn == nil {
+		t.Fatalf("why: %v, %+v", err, got)
+	}
+	want := []dao.Holder{{Pod: "ns1/gil-run", User: "gil", Pods: 1, Amount: 2000}}
+	if diff := cmp.Diff(want, got.Held.LetIn.Holders); diff != "" {
+		t.Errorf("holders of group \"*\"'s limit (-want,+got):\n%s", diff)
+	}
+}

@@ -263,7 +263,7 @@ func (pl *Plugin) releaseCharge(logger klog.Logger, uid types.UID, source string
 	}
 	metrics.RecordDecrease(source)
 	pl.onRelease(logger, c.Request)
-	pl.waits.completed(&c.Request)
+	pl.waits.completed(&c.Request, c.Group())
 	pl.elastic.recomputeSoon()
 	return c, true
 }

@@ -33,16 +33,17 @@ func newWaits(c clock.PassiveClock) *waits {
 		accuracy: estimate.NewAccuracy(accuracyKeep)}
 }
 
-// completed records a pod charged req that ended (its charge released).
-// A nil waits (a bare Plugin of a test) records nothing.
-func (w *waits) completed(req *ugm.Request) {
+// completed records a pod charged req, its application tracked against
+// group, that ended (its charge released). A nil waits (a bare Plugin of
+// a test) records nothing.
+func (w *waits) completed(req *ugm.Request, group string) {
 	if w == nil {
 		return
 	}
 	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.completions.Record(req, now)
+	w.completions.Record(req, group, now)
 }
 
 // letIn closes the estimate given for the held pod key, let in now: the
