@@ -155,9 +155,9 @@ queues:
 `)
 
 // TestBarrierKeepsToItsGroup: a starving pod held by the cumulative group
-// "*"'s limit keeps that room from pods tracked against "*" only; a user
-// of a named group (tracked against it, though it also has a group "*"
-// would match) takes nothing from it and is not held.
+// "*"'s limit keeps that room from pods tracked against "*" only. A member
+// of dev is tracked against dev, even with another group that alone would
+// go to "*": it takes nothing from "*"'s limit and is not held.
 func TestBarrierKeepsToItsGroup(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	e := newEnv(t, envOptions{config: groupsConfig, clock: clk})
