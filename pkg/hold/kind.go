@@ -256,13 +256,26 @@ func pathBlocks(req *ugm.Request, out []block) []block {
 // node req is charged on or under, or the application that blocked it.
 // A release of req may then make room for the pod, and an admission of
 // req would take room from it.
-func Affects(reason error, req *ugm.Request) bool {
+func Affects(reason error, req *ugm.Request) bool { return affects(reason, req, nil) }
+
+// takes reports whether an admission of req, whose application is tracked
+// against group, would take room from the limit reason says holds a pod:
+// Affects, but a group's limit only for the group it is charged to
+// (ugm.Refusal.CountsFor), so that a starving pod held by one group's
+// limit keeps no room from the users of another.
+func takes(reason error, req *ugm.Request, group string) bool { return affects(reason, req, &group) }
+
+// affects is Affects, and with group (not nil) takes.
+func affects(reason error, req *ugm.Request, group *string) bool {
 	var behind *BehindError
 	if errors.As(reason, &behind) {
 		reason = behind.Pod.Reason
 	}
 	var r *ugm.Refusal
 	if errors.As(reason, &r) && r.Who != ugm.WhoTree {
+		if group != nil {
+			return r.CountsFor(req, *group)
+		}
 		return r.Counts(req)
 	}
 	b := blockOf(reason)
@@ -274,23 +287,6 @@ func Affects(reason error, req *ugm.Request) bool {
 	}
 	// Placement waits for a config change or an update of the pod itself.
 	return false
-}
-
-// takes reports whether an admission of req, whose application is tracked
-// against group, would take room from the limit reason says holds a pod:
-// Affects, but a group's limit only for the group it is charged to
-// (ugm.Refusal.CountsFor), so that a starving pod held by one group's
-// limit keeps no room from the users of another.
-func takes(reason error, req *ugm.Request, group string) bool {
-	var behind *BehindError
-	if errors.As(reason, &behind) {
-		reason = behind.Pod.Reason
-	}
-	var r *ugm.Refusal
-	if errors.As(reason, &r) && r.Who == ugm.WhoGroup {
-		return r.CountsFor(req, group)
-	}
-	return Affects(reason, req)
 }
 
 // canEverFit reports whether the pod's request alone fits the limit that

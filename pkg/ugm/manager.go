@@ -222,12 +222,7 @@ func (m *Manager) ForceCommitWith(key string, req *Request, h *Handle) (over *Re
 	}
 	group := ""
 	if a == nil {
-		from := leaf
-		if from == nil {
-			// A new queue has no group limits of its own.
-			from = m.queues.deepest(req.Queue)
-		}
-		group = m.groupOf(req, from)
+		group = m.newAppGroup(req, leaf)
 	}
 	over = m.overLimit(req, leaf, a, group)
 	if over == nil && len(m.forest.trees) > 0 {
@@ -427,8 +422,7 @@ func (m *Manager) groupOf(req *Request, leaf *queue) string {
 
 // TrackedGroup is the group req's application is tracked against ("" for
 // none): its running or admitted application's, else the group a new one
-// would be resolved to in its queue (for a queue still to be created, in
-// its deepest existing ancestor, as the check does).
+// would be resolved to (newAppGroup).
 func (m *Manager) TrackedGroup(req *Request) string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -438,8 +432,14 @@ func (m *Manager) TrackedGroup(req *Request) string {
 		}
 		return a.group.name
 	}
-	leaf := m.queues.byPath[req.Queue]
-	if leaf == nil && req.Create {
+	return m.newAppGroup(req, m.queues.byPath[req.Queue])
+}
+
+// newAppGroup is groupOf from leaf, or, for a queue still to be created
+// (leaf nil), from its deepest existing ancestor: a new queue has no group
+// limits of its own. Callers hold m.mu.
+func (m *Manager) newAppGroup(req *Request, leaf *queue) string {
+	if leaf == nil {
 		leaf = m.queues.deepest(req.Queue)
 	}
 	return m.groupOf(req, leaf)

@@ -136,7 +136,7 @@ func (e *AppConflict) Error() string {
 // against (resolved once per application): the same for a user whose
 // groups resolve to one group on the path; CountsFor is exact.
 func (r *Refusal) Counts(req *Request) bool {
-	if req.Queue != r.Queue && !strings.HasPrefix(req.Queue, r.Queue+".") {
+	if !r.inScope(req) {
 		return false
 	}
 	switch r.Who {
@@ -163,7 +163,12 @@ func (r *Refusal) Counts(req *Request) bool {
 // nor from the cumulative group "*"'s.
 func (r *Refusal) CountsFor(req *Request, group string) bool {
 	if r.Who == WhoGroup {
-		return group != "" && r.Name == group && (req.Queue == r.Queue || strings.HasPrefix(req.Queue, r.Queue+"."))
+		return group != "" && r.Name == group && r.inScope(req)
 	}
 	return r.Counts(req)
+}
+
+// inScope reports whether req's queue is r's queue or below it.
+func (r *Refusal) inScope(req *Request) bool {
+	return req.Queue == r.Queue || strings.HasPrefix(req.Queue, r.Queue+".")
 }

@@ -61,6 +61,17 @@ func (r *runner) why(ns, name string) (line, ahead string) {
 	return whyLine(body)
 }
 
+// heldNow is the leader's answer of why ns/name is held, checked now; nil
+// when it gave none or the pod is not held.
+func (r *runner) heldNow(ns, name string) *dao.HeldExplanation {
+	body, fail := r.whyBody(ns, name)
+	var e dao.PodExplanation
+	if fail != "" || json.Unmarshal(body, &e) != nil {
+		return nil
+	}
+	return e.Held
+}
+
 // whyBody GETs the leader's explanation of one pod; fail says why there is
 // none.
 func (r *runner) whyBody(ns, name string) (body []byte, fail string) {
@@ -82,24 +93,16 @@ func (r *runner) whyBody(ns, name string) (body []byte, fail string) {
 // behindClaim asks the leader whether ns/name is held behind another pod
 // and, if so, that pod's own reason, checked now (history.askBehind).
 func (r *runner) behindClaim(ns, name string) behindClaim {
-	body, fail := r.whyBody(ns, name)
-	if fail != "" {
+	h := r.heldNow(ns, name)
+	if h == nil || heldBehind(h) == "" {
 		return behindClaim{}
 	}
-	ahead := aheadOf(body)
-	if ahead == "" {
-		return behindClaim{}
+	c := behindClaim{ahead: heldBehind(h)}
+	ans, aname, _ := strings.Cut(c.ahead, "/")
+	if a := r.heldNow(ans, aname); a != nil {
+		c.reason = a.Reason
 	}
-	ans, aname, _ := strings.Cut(ahead, "/")
-	body, fail = r.whyBody(ans, aname)
-	if fail != "" {
-		return behindClaim{ahead: ahead}
-	}
-	var e dao.PodExplanation
-	if json.Unmarshal(body, &e) != nil || e.Held == nil {
-		return behindClaim{ahead: ahead}
-	}
-	return behindClaim{ahead: ahead, reason: e.Held.Reason}
+	return c
 }
 
 // whyLine renders a PodExplanation for a violation's report.
@@ -116,16 +119,6 @@ func whyLine(body []byte) (line, ahead string) {
 	line += fmt.Sprintf(" [held %s since %s, %d of %d held in its queue; reason checked now: %s]",
 		h.Kind, h.Since.UTC().Format("15:04:05.000"), h.Position, h.QueueHeld, h.Reason)
 	return line, heldBehind(h)
-}
-
-// aheadOf is the namespace/name of the pod a PodExplanation says its pod
-// is held behind ("" when none, or when the answer cannot be read).
-func aheadOf(body []byte) string {
-	var e dao.PodExplanation
-	if json.Unmarshal(body, &e) != nil || e.Held == nil {
-		return ""
-	}
-	return heldBehind(e.Held)
 }
 
 // heldBehind is the namespace/name of the pod a hold keeps its pod behind
