@@ -112,13 +112,62 @@ type Book struct {
 	// it (a *BehindError naming it), whatever limit holds that pod now:
 	// it may be held again by another limit after they were.
 	behind map[string]map[*Pod]struct{}
+	// laneNodes and podNodes are the B-tree nodes every limit's and
+	// every lane's tree take and give back: one free list each for the
+	// book, not one per tree (a tree's own is 288 bytes, and a held user
+	// has a limit and a lane of its own, each with a tree).
+	laneNodes *btree.FreeListG[*lane]
+	podNodes  *btree.FreeListG[*Pod]
 }
+
+// freeNodes is how many B-tree nodes each of a book's free lists keeps.
+const freeNodes = 256
 
 // lanes are the pods held by one limit, lane by lane.
 type lanes struct {
 	tree *btree.BTreeG[*lane]
+	// one is the limit's lane while it has just one (most limits: one
+	// priority, outside fair queues); byID holds them all once it has
+	// more. A map for every limit cost about 500 bytes a held user.
+	one  *lane
 	byID map[laneID]*lane
 	n    int
+}
+
+// get returns the lane id, or nil.
+func (ls *lanes) get(id laneID) *lane {
+	if ls.one != nil {
+		if ls.one.laneID == id {
+			return ls.one
+		}
+		return nil
+	}
+	return ls.byID[id]
+}
+
+// add indexes l, which get does not find.
+func (ls *lanes) add(l *lane) {
+	if ls.one == nil && len(ls.byID) == 0 {
+		ls.one = l
+		return
+	}
+	if ls.byID == nil {
+		ls.byID = make(map[laneID]*lane, 2)
+	}
+	if ls.one != nil {
+		ls.byID[ls.one.laneID] = ls.one
+		ls.one = nil
+	}
+	ls.byID[l.laneID] = l
+}
+
+// drop unindexes l.
+func (ls *lanes) drop(l *lane) {
+	if ls.one == l {
+		ls.one = nil
+		return
+	}
+	delete(ls.byID, l.laneID)
 }
 
 // laneID names a lane within its limit.
@@ -168,7 +217,8 @@ func historyBefore(a, b fairshare.Key) bool {
 // starvation (0: never).
 func NewBook(starvation time.Duration) *Book {
 	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, bySince: map[Kind]*btree.BTreeG[firstHeld]{},
-		starvation: starvation, lanesOf: map[fairshare.Key]map[*lane]struct{}{}, behind: map[string]map[*Pod]struct{}{}}
+		starvation: starvation, lanesOf: map[fairshare.Key]map[*lane]struct{}{}, behind: map[string]map[*Pod]struct{}{},
+		laneNodes: btree.NewFreeListG[*lane](freeNodes), podNodes: btree.NewFreeListG[*Pod](freeNodes)}
 }
 
 // firstHeld is a pod's place in its kind's bySince.
@@ -265,13 +315,13 @@ func (b *Book) insert(p *Pod) {
 	id, key := b.laneOf(p.Request, p.Priority)
 	ls := b.byBlock[p.block]
 	if ls == nil {
-		ls = &lanes{tree: btree.NewG(8, laneBefore), byID: map[laneID]*lane{}}
+		ls = &lanes{tree: btree.NewWithFreeListG(8, laneBefore, b.laneNodes)}
 		b.byBlock[p.block] = ls
 	}
-	l := ls.byID[id]
+	l := ls.get(id)
 	if l == nil {
-		l = &lane{laneID: id, key: key, pods: btree.NewG(8, inOrder), in: ls, of: p.block}
-		ls.byID[id] = l
+		l = &lane{laneID: id, key: key, pods: btree.NewWithFreeListG(8, inOrder, b.podNodes), in: ls, of: p.block}
+		ls.add(l)
 		ls.tree.ReplaceOrInsert(l)
 		if id.fair {
 			if b.lanesOf[id.history] == nil {
@@ -318,8 +368,9 @@ func (b *Book) unlink(p *Pod) {
 	ls := l.in
 	ls.n--
 	if l.pods.Len() == 0 {
+		l.pods.Clear(true) // its root node back to the free list
 		ls.tree.Delete(l)
-		delete(ls.byID, l.laneID)
+		ls.drop(l)
 		if l.fair {
 			delete(b.lanesOf[l.history], l)
 			if len(b.lanesOf[l.history]) == 0 {
@@ -328,6 +379,7 @@ func (b *Book) unlink(p *Pod) {
 		}
 	}
 	if ls.n == 0 && b.byBlock[l.of] == ls {
+		ls.tree.Clear(true)
 		delete(b.byBlock, l.of)
 	}
 }

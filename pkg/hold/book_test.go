@@ -549,3 +549,71 @@ func TestReleasedWithNothingHeld(t *testing.T) {
 		t.Fatalf("Released with nothing held: %d pods, %v allocations a call; want none", len(got), allocs)
 	}
 }
+
+// TestLanesIndex holds, moves and removes pods of a few limits at random
+// priorities (each priority a lane of its own), and checks after each step
+// that every limit's lanes are indexed exactly once (its one lane, or its
+// map once it has more) and that each limit lists its pods in the book's
+// order; nothing is left once every pod is gone.
+func TestLanesIndex(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	b := NewBook(0)
+	limits := []error{userLimit("u1"), userLimit("u2"), queueMax("root.a", 1000)}
+	model := map[string]*Pod{}
+	check := func(step int) {
+		t.Helper()
+		for k, ls := range b.byBlock {
+			n := 0
+			ls.tree.Ascend(func(l *lane) bool {
+				n += l.pods.Len()
+				if got := ls.get(l.laneID); got != l {
+					t.Fatalf("step %d: limit %v: lane %+v indexed as %p, want %p", step, k, l.laneID, got, l)
+				}
+				return true
+			})
+			if indexed := len(ls.byID); ls.one != nil && indexed != 0 || ls.one == nil && indexed != ls.tree.Len() || ls.one != nil && ls.tree.Len() != 1 {
+				t.Fatalf("step %d: limit %v: one %v, %d in the map, %d lanes", step, k, ls.one != nil, indexed, ls.tree.Len())
+			}
+			if n != ls.n {
+				t.Fatalf("step %d: limit %v counts %d pods, its lanes hold %d", step, k, ls.n, n)
+			}
+		}
+		for i, reason := range limits {
+			var want []*Pod
+			for _, p := range model {
+				if SameLimit(p.Reason, reason) {
+					want = append(want, p)
+				}
+			}
+			slices.SortFunc(want, func(a, b *Pod) int {
+				if inOrder(a, b) {
+					return -1
+				}
+				return 1
+			})
+			var got []*Pod
+			b.ascend(blockOf(reason), func(p *Pod) bool { got = append(got, p); return true })
+			if keys(got) != keys(want) {
+				t.Fatalf("step %d: limit %d lists %q, want %q", step, i, keys(got), keys(want))
+			}
+		}
+	}
+	for step := 0; step < 3000; step++ {
+		name := fmt.Sprintf("p%02d", rng.Intn(40))
+		if rng.Intn(4) == 0 {
+			b.Remove(name)
+			delete(model, name)
+		} else {
+			p := held(name, "u1", "root.a", "app", int32(rng.Intn(3)), 0, limits[rng.Intn(len(limits))])
+			b.Hold(p, t0.Add(time.Duration(step)*time.Second))
+			model[name] = p
+		}
+		check(step)
+	}
+	for name := range model {
+		b.Remove(name)
+	}
+	if len(b.byBlock) != 0 || b.Len() != 0 {
+		t.Fatalf("%d limits and %d pods left after every pod went", len(b.byBlock), b.Len())
+	}
+}

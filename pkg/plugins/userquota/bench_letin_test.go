@@ -2,6 +2,7 @@ package userquota
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -155,6 +156,7 @@ func BenchmarkStartUpLetIn(b *testing.B) {
 	}
 	logger := klog.Background()
 	var cpu time.Duration
+	var kept uint64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		activated := 0
@@ -164,11 +166,14 @@ func BenchmarkStartUpLetIn(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		before := liveHeap()
 		b.StartTimer()
 		cpu0 := processCPU()
 		pl.letInWaiting(logger, pending)
 		cpu += processCPU() - cpu0
 		b.StopTimer()
+		kept += liveHeap() - before
+		runtime.KeepAlive(pl)
 		if activated != shape.Users {
 			b.Fatalf("%d pods let in, want one per user (%d)", activated, shape.Users)
 		}
@@ -181,4 +186,7 @@ func BenchmarkStartUpLetIn(b *testing.B) {
 		}
 	}
 	reportPerPod(b, len(pending), cpu)
+	// What the pass leaves in the heap (holds, admissions, placements,
+	// wanted statuses), per pod held: docs/throughput.md, "Memory at scale".
+	b.ReportMetric(float64(kept)/float64(b.N)/float64(len(pending)-shape.Users), "kept-B/held")
 }

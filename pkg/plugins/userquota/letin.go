@@ -62,17 +62,22 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 		// out, or quota tree nodes lent theirs to borrowers below them:
 		// the PostFilter may take it back (docs/reclaim.md, forests.md).
 		return nil, nil
-	case d.Err != nil && d.Placed:
-		return &d.Request, d.Err
-	case d.Err != nil:
+	case d.Err != nil && !d.Placed:
 		return nil, d.Err
 	}
-	if s := pl.held.barrier(pod, &d.Request, d.Group); s != nil {
-		return &d.Request, &hold.BehindError{Pod: s}
+	// The request on its own: a pod that stays held keeps it for as long
+	// as it waits, and a pointer into d would keep the whole decision
+	// (half as much again, 40,000 times over in a backlog).
+	req := d.Request
+	if d.Err != nil {
+		return &req, d.Err
 	}
-	if err := pl.ugm.Admit(key, &d.Request); err != nil {
+	if s := pl.held.barrier(pod, &req, d.Group); s != nil {
+		return &req, &hold.BehindError{Pod: s}
+	}
+	if err := pl.ugm.Admit(key, &req); err != nil {
 		// Another pod took the room since the decision.
-		return &d.Request, err
+		return &req, err
 	}
 	if prep != nil && prep.ok {
 		pl.placed.put(pod, prep)
