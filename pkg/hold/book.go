@@ -2,13 +2,13 @@ package hold
 
 import (
 	"cmp"
-	"errors"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/btree"
 
+	"github.com/userquota/userquota/pkg/errs"
 	"github.com/userquota/userquota/pkg/fairshare"
 	"github.com/userquota/userquota/pkg/ugm"
 )
@@ -344,8 +344,11 @@ func (b *Book) insert(p *Pod) {
 // starvingKey is the key of the pod p is held behind, "" when p is not
 // held behind a pod.
 func starvingKey(p *Pod) string {
-	var e *BehindError
-	if p.kind != KindBehind || !errors.As(p.Reason, &e) {
+	if p.kind != KindBehind {
+		return ""
+	}
+	e, ok := errs.As[*BehindError](p.Reason)
+	if !ok {
 		return ""
 	}
 	return e.Pod.Key

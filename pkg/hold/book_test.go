@@ -617,3 +617,59 @@ func TestLanesIndex(t *testing.T) {
 		t.Fatalf("%d limits and %d pods left after every pod went", len(b.byBlock), b.Len())
 	}
 }
+
+// TestReasonsReadInPlace: the book reads its own reasons by type, without
+// an allocation (a hold reads them several times: blockOf, the sieve, the
+// barrier's scan; an application's block names it, which allocates), and
+// a reason wrapped in a chain (a gang's hold, an error wrapped with %w)
+// the same way as unwrapped.
+func TestReasonsReadInPlace(t *testing.T) {
+	req := &ugm.Request{User: "sue", Groups: []string{"dev"}, Queue: "root.a", App: ugm.AppKey{Namespace: "ns", ID: "x"},
+		Resources: resources.FromMap(map[string]int64{"cpu": 1000})}
+	starving := held("big", "sue", "root.a", "x", 0, 0, userLimit("sue"))
+	for _, tc := range []struct {
+		name   string
+		reason error
+		block  block
+	}{
+		{"user limit", userLimit("sue"), block{'u', "sue"}},
+		{"group limit", groupLimit("dev"), block{'g', "dev"}},
+		{"queue limit", queueMax("root.a", 1000), block{'q', "root.a"}},
+		{"behind a starving pod", &BehindError{Pod: starving}, block{'u', "sue"}},
+		{"application conflict", &ugm.AppConflict{App: ugm.AppKey{Namespace: "ns", ID: "x"}}, block{'a', "ns/x"}},
+		{"no queue", &ugm.QueueError{Queue: "root.a"}, block{'p', ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wrapped := []error{fmt.Errorf("wrapped: %w", tc.reason), &gang.HeldError{Err: tc.reason}}
+			s := Sieve{}
+			s.Refused(tc.reason)
+			read := func(reason error) string {
+				k, req0, ok := refusalKey(reason)
+				return fmt.Sprint(blockOf(reason), affects(reason, req, nil), takes(reason, req, "dev"), canEverFit(reason), s.Skip(reason), k, req0, ok)
+			}
+			if got := blockOf(tc.reason); got != tc.block {
+				t.Errorf("blockOf = %v, want %v", got, tc.block)
+			}
+			want := read(tc.reason)
+			for _, w := range wrapped {
+				if got := read(w); got != want {
+					t.Errorf("read wrapped in %T: %s, unwrapped: %s", w, got, want)
+				}
+			}
+			if n := testing.AllocsPerRun(100, func() {
+				_ = blockOf(tc.reason)
+				_, _, _ = refusalKey(tc.reason)
+				_ = canEverFit(tc.reason)
+				_ = s.Skip(tc.reason)
+				_ = takes(tc.reason, req, "dev")
+			}); n != 0 && tc.block.kind != 'a' {
+				t.Errorf("%v allocations to read it, want 0", n)
+			}
+			if _, limit := tc.reason.(*ugm.Refusal); limit {
+				if n := testing.AllocsPerRun(100, func() { _ = SameLimit(tc.reason, tc.reason) }); n != 0 {
+					t.Errorf("%v allocations to compare limits, want 0", n)
+				}
+			}
+		})
+	}
+}

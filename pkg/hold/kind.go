@@ -5,7 +5,8 @@
 // It decides nothing about limits itself: the caller asks ugm whether a
 // pod fits and tells the book. It knows pods only as keys, requests and
 // refusals, so the scheduler plugin and the simulator use it alike. A
-// Book has no lock: its owner locks.
+// Book has no lock of its own: its owner locks (the B-trees' free lists,
+// google/btree's, lock themselves, taken last).
 package hold
 
 import (
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/userquota/userquota/pkg/errs"
 	"github.com/userquota/userquota/pkg/gang"
 	"github.com/userquota/userquota/pkg/queueconfig"
 	"github.com/userquota/userquota/pkg/ugm"
@@ -190,13 +192,10 @@ type block struct {
 
 // blockOf is the index key of a reason.
 func blockOf(reason error) block {
-	var r *ugm.Refusal
-	var conflict *ugm.AppConflict
-	var behind *BehindError
-	switch {
-	case errors.As(reason, &behind):
+	if behind, ok := errs.As[*BehindError](reason); ok {
 		return blockOf(behind.Pod.Reason)
-	case errors.As(reason, &r):
+	}
+	if r, ok := errs.As[*ugm.Refusal](reason); ok {
 		switch r.Who {
 		case ugm.WhoUser:
 			return block{'u', r.Name}
@@ -206,7 +205,8 @@ func blockOf(reason error) block {
 			return treeBlock(r.Name, r.Node)
 		}
 		return block{'q', r.Queue}
-	case errors.As(reason, &conflict):
+	}
+	if conflict, ok := errs.As[*ugm.AppConflict](reason); ok {
 		return block{'a', conflict.App.String()}
 	}
 	return block{'p', ""}
@@ -267,12 +267,10 @@ func takes(reason error, req *ugm.Request, group string) bool { return affects(r
 
 // affects is Affects, and with group (not nil) takes.
 func affects(reason error, req *ugm.Request, group *string) bool {
-	var behind *BehindError
-	if errors.As(reason, &behind) {
+	if behind, ok := errs.As[*BehindError](reason); ok {
 		reason = behind.Pod.Reason
 	}
-	var r *ugm.Refusal
-	if errors.As(reason, &r) && r.Who != ugm.WhoTree {
+	if r, ok := errs.As[*ugm.Refusal](reason); ok && r.Who != ugm.WhoTree {
 		if group != nil {
 			return r.CountsFor(req, *group)
 		}
@@ -293,8 +291,8 @@ func affects(reason error, req *ugm.Request, group *string) bool {
 // holds it: a pod that asks for more than a max can never run there, and
 // no room is kept for it.
 func canEverFit(reason error) bool {
-	var r *ugm.Refusal
-	if !errors.As(reason, &r) || r.Limit == ugm.LimitGuaranteed && r.Resource == "" {
+	r, ok := errs.As[*ugm.Refusal](reason)
+	if !ok || r.Limit == ugm.LimitGuaranteed && r.Resource == "" {
 		return false
 	}
 	return r.Request <= r.Max
@@ -307,8 +305,8 @@ func canEverFit(reason error) bool {
 // before has the pods held behind it tried again (they may not count
 // against the new one). Reasons that are not limits compare by message.
 func SameLimit(a, b error) bool {
-	var ra, rb *ugm.Refusal
-	oka, okb := errors.As(a, &ra), errors.As(b, &rb)
+	ra, oka := errs.As[*ugm.Refusal](a)
+	rb, okb := errs.As[*ugm.Refusal](b)
 	if oka != okb {
 		return false
 	}

@@ -1,8 +1,7 @@
 package hold
 
 import (
-	"errors"
-
+	"github.com/userquota/userquota/pkg/errs"
 	"github.com/userquota/userquota/pkg/ugm"
 )
 
@@ -23,8 +22,8 @@ type sieveKey struct {
 }
 
 func refusalKey(reason error) (sieveKey, int64, bool) {
-	var r *ugm.Refusal
-	if !errors.As(reason, &r) {
+	r, ok := errs.As[*ugm.Refusal](reason)
+	if !ok {
 		return sieveKey{}, 0, false
 	}
 	return sieveKey{r.Who, r.Name, r.Queue, r.Limit, r.Resource, r.Node}, r.Request, true

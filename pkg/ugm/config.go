@@ -1,9 +1,9 @@
 package ugm
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/userquota/userquota/pkg/errs"
 	"github.com/userquota/userquota/pkg/queueconfig"
 )
 
@@ -184,8 +184,11 @@ func (m *Manager) Decide(key string, place Placer, reclaim bool) Decision {
 		h = &hc
 	}
 	_, _, d.Group, d.Err = m.checkFor(&req, own, nil, h)
-	var r *Refusal
-	if !reclaim || !errors.As(d.Err, &r) {
+	if !reclaim || d.Err == nil {
+		return d
+	}
+	r, ok := errs.As[*Refusal](d.Err)
+	if !ok {
 		return d
 	}
 	share := in.Elastic && r.Limit == LimitShare && r.Queue != req.Queue

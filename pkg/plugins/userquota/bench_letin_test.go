@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -30,7 +29,7 @@ func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.St
 	args.SetDefaults()
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	activate := func(_ klog.Logger, ps map[string]*v1.Pod) { *activated += len(ps) }
-	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: corelisters.NewPodLister(pods), requests: testRequests,
+	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: newPodStore(pods), requests: testRequests,
 		held:    newHolds(clock.RealClock{}, activate, 0),
 		gangs:   newGangBook(clock.RealClock{}),
 		reclaim: newReclaimBook(clock.RealClock{}, activate),

@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
@@ -93,7 +92,7 @@ func (pl *Plugin) admitPod(pod *v1.Pod, placed *ugm.Request) (*ugm.Request, erro
 // before any handler is told, so either this sees the pod bound, or its
 // charge comes after the admission and takes the room over.
 func (pl *Plugin) dropIfRunning(pod *v1.Pod) {
-	if p, err := pl.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && p.UID == pod.UID && p.Spec.NodeName != "" {
+	if p := pl.pods.of(pod); p != nil && p.UID == pod.UID && p.Spec.NodeName != "" {
 		pl.ugm.DropRunning(string(pod.UID))
 	}
 }
@@ -101,8 +100,8 @@ func (pl *Plugin) dropIfRunning(pod *v1.Pod) {
 // gone reports whether the pod is no longer in the scheduler's informer
 // (the store is updated before any handler is told).
 func (pl *Plugin) gone(pod *v1.Pod) bool {
-	p, err := pl.pods.Pods(pod.Namespace).Get(pod.Name)
-	return err != nil || p.UID != pod.UID
+	p := pl.pods.of(pod)
+	return p == nil || p.UID != pod.UID
 }
 
 // goneOrBound reports whether the informer's store has pod no more, or
@@ -112,8 +111,8 @@ func (pl *Plugin) gone(pod *v1.Pod) bool {
 // The store is updated before any handler is told, so a pod found
 // pending here has its bind or delete handled after it was booked.
 func (pl *Plugin) goneOrBound(pod *v1.Pod) bool {
-	p, err := pl.pods.Pods(pod.Namespace).Get(pod.Name)
-	return err != nil || p.UID != pod.UID || p.Spec.NodeName != ""
+	p := pl.pods.of(pod)
+	return p == nil || p.UID != pod.UID || p.Spec.NodeName != ""
 }
 
 // holdPod records pod as held for reason (req: its request, nil when it
@@ -226,12 +225,8 @@ func sentInOrder(in []letInPod) []*v1.Pod {
 // object of its own: the status patch that says held replaces it, and a
 // copy kept would keep two versions of every held pod alive.
 func (pl *Plugin) current(p *hold.Pod) *v1.Pod {
-	ns, name, err := cache.SplitMetaNamespaceKey(p.Name)
-	if err != nil {
-		return nil
-	}
-	pod, err := pl.pods.Pods(ns).Get(name)
-	if err != nil || string(pod.UID) != p.Key {
+	pod := pl.pods.byKey(p.Name)
+	if pod == nil || string(pod.UID) != p.Key {
 		return nil
 	}
 	return pod

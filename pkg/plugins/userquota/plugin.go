@@ -46,7 +46,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -93,8 +92,8 @@ type Plugin struct {
 	podsSynced   func() bool
 	podsSyncedCh <-chan struct{}
 
-	// pods is the scheduler's pod lister (the informer's store).
-	pods    corelisters.PodLister
+	// pods is the scheduler's pod informer's store (podstore.go).
+	pods    podStore
 	held    *holds
 	placed  *placedPods // requests PreEnqueue placed, for PreFilter (placed.go)
 	waits   *waits      // completions and estimates of when held pods are let in (waits.go)
@@ -149,7 +148,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		profile:  h.ProfileName(),
 		ledger:   ledger.New(m),
 		ugm:      m,
-		pods:     h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		pods:     newPodStore(h.SharedInformerFactory().Core().V1().Pods().Informer().GetIndexer()),
 		held:     newHolds(c, h.Activate, args.Starvation()),
 		placed:   newPlacedPods(),
 		gangs:    newGangBook(c),
