@@ -2,7 +2,6 @@ package userquota
 
 import (
 	"cmp"
-	"errors"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,6 +9,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/userquota/userquota/pkg/errs"
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/metrics"
 	"github.com/userquota/userquota/pkg/queueconfig"
@@ -360,8 +360,4 @@ func (o queueOrder) Fair(queue string) bool {
 func (o queueOrder) Usage(app ugm.AppKey, _ string) float64 { return o.m.AppShare(app) }
 
 // asRefusal returns err's *ugm.Refusal, if it is one.
-func asRefusal(err error) (*ugm.Refusal, bool) {
-	var r *ugm.Refusal
-	ok := errors.As(err, &r)
-	return r, ok
-}
+func asRefusal(err error) (*ugm.Refusal, bool) { return errs.As[*ugm.Refusal](err) }
