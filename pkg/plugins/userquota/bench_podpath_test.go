@@ -14,8 +14,9 @@ import (
 
 // BenchmarkPodPath is what the plugin costs one pod over its life, with
 // the tree's users and queues busy: PreEnqueue lets it in (room held),
-// PreFilter decides, Reserve charges, the pod handler sees it bound, then
-// its delete releases the charge. Run at test/perf's shape and at the
+// PreFilter decides, Reserve charges, the pod handler sees it bound and
+// then ready (the kubelet's status update), then its delete releases the
+// charge. Run at test/perf's shape and at the
 // scale shape (10 times the users and queues, three levels of parents
 // with a user and a group limit each, docs/throughput.md "At scale"): the
 // plugin's part of a scheduling cycle must not grow with users and
@@ -80,12 +81,16 @@ func benchPodPath(b *testing.B, shape queueconfigtest.Synthetic, evict []byte) {
 	// plugin looks a pod up there), reused once the last one went.
 	pool := make([]*v1.Pod, shape.Users)
 	bound := make([]*v1.Pod, shape.Users)
+	ready := make([]*v1.Pod, shape.Users)
 	store := f.informers.Core().V1().Pods().Informer().GetIndexer()
 	for i := range pool {
 		pool[i] = shapePod(shape, len(running)+i, "")
 		bound[i] = pool[i].DeepCopy()
 		bound[i].Spec.NodeName = "node-0000"
 		bound[i].Status.Phase = v1.PodRunning
+		// The kubelet's next status update: its containers started.
+		ready[i] = bound[i].DeepCopy()
+		ready[i].Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
 		if err := store.Add(pool[i]); err != nil {
 			b.Fatal(err)
 		}
@@ -118,7 +123,8 @@ func benchPodPath(b *testing.B, shape queueconfigtest.Synthetic, evict []byte) {
 			}
 		}},
 		{name: "bound", run: func(i int) { pl.onPodUpdate(logger, pod, bound[i%len(bound)]) }},
-		{name: "deleted", run: func(i int) { pl.onPodDelete(logger, bound[i%len(bound)]) }},
+		{name: "ready", run: func(i int) { pl.onPodUpdate(logger, bound[i%len(bound)], ready[i%len(ready)]) }},
+		{name: "deleted", run: func(i int) { pl.onPodDelete(logger, ready[i%len(ready)]) }},
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -157,6 +157,23 @@ func TestPodInformer(t *testing.T) {
 			want: sueIn(750, 1, []string{"ns1/pod/uid-p2"}, "uid-p2"),
 		},
 		{
+			// The charge is the request the cycle read; a resize while the
+			// pod waited to bind is not followed until the binding, which
+			// sums the request whatever the update before it said.
+			name: "a resize before the binding is charged when the pod binds",
+			run: func(e *env) {
+				e.pending(p1)
+				e.mustSchedule(p1)
+				e.update(p1, setCPU("750m"))
+				e.bind(p1)
+				e.waitFor("the binding", func() bool { return userUsage(e.pl, "sue")["cpu"] == 750 })
+				e.update(p1, func(p *v1.Pod) {
+					p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+				})
+			},
+			want: sueIn(750, 1, []string{"ns1/pod/uid-p1"}, "uid-p1"),
+		},
+		{
 			name: "pods of another scheduler are not tracked",
 			run: func(e *env) {
 				other := p1.DeepCopy()

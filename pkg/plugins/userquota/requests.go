@@ -46,13 +46,43 @@ func (r podRequests) of(pod *v1.Pod) (resources.Vector, error) {
 	if err := resources.CheckPodRequests(pod); err != nil {
 		return nil, fmt.Errorf("pod %s/%s request: %w", pod.Namespace, pod.Name, err)
 	}
-	opts := r.opts
-	opts.Reuse = podRequestLists.Get().(v1.ResourceList)
-	reqs := resourcehelper.PodRequests(pod, opts)
-	v, err := resources.FromResourceListWith(reqs, podsID, 1)
-	podRequestLists.Put(opts.Reuse)
+	var v resources.Vector
+	var err error
+	if reqs, ok := r.alone(pod); ok {
+		v, err = resources.FromResourceListWith(reqs, podsID, 1)
+	} else {
+		opts := r.opts
+		opts.Reuse = podRequestLists.Get().(v1.ResourceList)
+		v, err = resources.FromResourceListWith(resourcehelper.PodRequests(pod, opts), podsID, 1)
+		podRequestLists.Put(opts.Reuse)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pod request: %w", err)
 	}
 	return v, nil
+}
+
+// alone is the requests of a pod whose request is its one container's:
+// no init container, overhead or pod-level requests, and no status
+// resources for the options to read. PodRequests would copy that list
+// quantity by quantity into a map of its own, and read the statuses into
+// another; the pod's resources are the list's, as TestPodResourcesAlone
+// checks against PodRequests.
+func (r podRequests) alone(pod *v1.Pod) (v1.ResourceList, bool) {
+	if len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) != 0 || len(pod.Spec.Overhead) != 0 {
+		return nil, false
+	}
+	if !r.opts.SkipPodLevelResources && resourcehelper.IsPodLevelRequestsSet(pod) {
+		return nil, false
+	}
+	if r.opts.UseStatusResources {
+		for _, statuses := range [2][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+			for i := range statuses {
+				if statuses[i].Resources != nil {
+					return nil, false
+				}
+			}
+		}
+	}
+	return pod.Spec.Containers[0].Resources.Requests, true
 }

@@ -1,6 +1,7 @@
 package userquota
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,8 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
+	"github.com/userquota/userquota/pkg/resources"
 	"github.com/userquota/userquota/pkg/resources/resourcestest"
 )
 
@@ -146,5 +149,74 @@ func TestPodResourcesHostile(t *testing.T) {
 				t.Fatalf("podRequests.of error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestPodResourcesAlone: a pod's resources read through the one-container
+// shortcut (podRequests.alone) are what kube-scheduler's PodRequests sums,
+// under every feature gate the request reading follows (the other cases
+// set, larger than the container's request, what PodRequests may read
+// besides it), and the shortcut is taken for a plain one-container pod.
+func TestPodResourcesAlone(t *testing.T) {
+	set := func(pod *v1.Pod, set func(*v1.Pod)) *v1.Pod { set(pod); return pod }
+	plain := func() *v1.Pod {
+		return podOf("p").Req(map[v1.ResourceName]string{"cpu": "500m", "memory": "1Gi"}).Obj()
+	}
+	// Status amounts larger than the spec: where PodRequests reads them,
+	// the sum is larger than the container's request.
+	larger := rl("cpu", "2", "memory", "2Gi")
+	tests := []struct {
+		name  string
+		pod   *v1.Pod
+		alone bool // the shortcut is taken under every gate
+	}{
+		{name: "one container", pod: plain(), alone: true},
+		{name: "one container, a status without resources", pod: set(plain(), func(p *v1.Pod) {
+			p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "con0", AllocatedResources: larger}}
+			p.Status.AllocatedResources = larger
+		}), alone: true},
+		{name: "one container, no requests", pod: podOf("p").Container("img").Obj(), alone: true},
+		{name: "a resize status", pod: set(plain(), func(p *v1.Pod) {
+			p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "con0", Resources: &v1.ResourceRequirements{Requests: larger}, AllocatedResources: larger}}
+		})},
+		{name: "an init container's resize status", pod: set(plain(), func(p *v1.Pod) {
+			p.Status.InitContainerStatuses = []v1.ContainerStatus{{Name: "con0", Resources: &v1.ResourceRequirements{Requests: larger}, AllocatedResources: larger}}
+		})},
+		{name: "pod-level requests", pod: set(plain(), func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: larger}
+		})},
+		{name: "pod-level requests and status", pod: set(plain(), func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "1Gi")}
+			p.Status.Resources = &v1.ResourceRequirements{Requests: larger}
+			p.Status.AllocatedResources = larger
+		})},
+		{name: "overhead", pod: set(plain(), func(p *v1.Pod) { p.Spec.Overhead = rl("cpu", "100m") })},
+		{name: "an init container", pod: podOf("p").InitReq(cpu("3")).Req(cpu("1")).Obj()},
+		{name: "two containers", pod: podOf("p").Req(cpu("1")).Req(cpu("2")).Obj()},
+	}
+	for _, tc := range tests {
+		for gates := range 8 {
+			r := newPodRequests(feature.Features{
+				EnableInPlacePodVerticalScaling:               gates&1 != 0,
+				EnableInPlacePodLevelResourcesVerticalScaling: gates&2 != 0,
+				EnablePodLevelResources:                       gates&4 != 0,
+			})
+			t.Run(fmt.Sprintf("%s/gates=%03b", tc.name, gates), func(t *testing.T) {
+				got, err := r.of(tc.pod)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := resources.FromResourceListWith(resourcehelper.PodRequests(tc.pod, r.opts), podsID, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !got.Equal(want) {
+					t.Errorf("resources %v, PodRequests sums %v", got.Map(), want.Map())
+				}
+				if _, alone := r.alone(tc.pod); tc.alone && !alone {
+					t.Error("not read through the one-container shortcut")
+				}
+			})
+		}
 	}
 }
