@@ -10,7 +10,6 @@
 package hold
 
 import (
-	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -77,25 +76,28 @@ func KindOf(reason error) Kind {
 	case *ugm.AppConflict:
 		return KindApplication
 	}
-	var r *ugm.Refusal
-	var conflict *ugm.AppConflict
-	var behind *BehindError
-	var bad *gang.Error
-	var failed *gang.FailedError
-	var config *ConfigError
-	var starting StartingError
-	switch {
-	case errors.As(reason, &starting):
+	// Wrapped, or of another type: read through the chain (errs.As
+	// asserts the type alone when there is none, without errors.As's
+	// allocation).
+	if _, ok := errs.As[StartingError](reason); ok {
 		return KindStarting
-	case errors.As(reason, &config):
+	}
+	if _, ok := errs.As[*ConfigError](reason); ok {
 		return KindConfig
-	case errors.As(reason, &behind):
+	}
+	if _, ok := errs.As[*BehindError](reason); ok {
 		return KindBehind
-	case errors.As(reason, &bad), errors.As(reason, &failed):
+	}
+	if _, ok := errs.As[*gang.Error](reason); ok {
 		return KindGang
-	case errors.As(reason, &r):
+	}
+	if _, ok := errs.As[*gang.FailedError](reason); ok {
+		return KindGang
+	}
+	if r, ok := errs.As[*ugm.Refusal](reason); ok {
 		return refusalKind(r)
-	case errors.As(reason, &conflict):
+	}
+	if _, ok := errs.As[*ugm.AppConflict](reason); ok {
 		return KindApplication
 	}
 	return KindPlacement
