@@ -28,7 +28,8 @@ import (
 // that), so the sums and comparisons stay a few dozen digits wide.
 //
 // It allocates nothing for the usual quantities (whole numbers, milli and
-// binary suffixes).
+// binary suffixes). SameRequestInputs compares these fields between two
+// versions of a pod: keep the two lists alike.
 func CheckPodRequests(pod *corev1.Pod) error {
 	for i := range pod.Spec.InitContainers {
 		if err := checkList(pod.Spec.InitContainers[i].Resources.Requests); err != nil {
