@@ -28,7 +28,7 @@ func (pl *Plugin) startPodHandler(ctx context.Context) error {
 	initial := newInitialList(func(obj interface{}) { pl.onPod(logger, obj) })
 	initial.pass = func(objs []heldObject) {
 		readAhead(objs, func(h heldObject, p *preparedPod) { pl.preparePod(h.obj, p) },
-			func(h heldObject, p *preparedPod) { pl.onPodPrepared(logger, h.obj, p) })
+			func(h heldObject, p *preparedPod) { pl.onPodEvent(logger, nil, h.obj, p) })
 	}
 	reg, err := inf.AddEventHandler(initial.handler(
 		func(old, obj interface{}) { pl.onPodUpdate(logger, old, obj) },
@@ -99,14 +99,9 @@ func replacedPod(old, obj interface{}) bool {
 // follows in-place resizes.
 func (pl *Plugin) onPod(logger klog.Logger, obj interface{}) { pl.onPodEvent(logger, nil, obj, nil) }
 
-// onPodPrepared is onPod with the pod's request read ahead (nil: none;
-// the initial list's pass, readAhead).
-func (pl *Plugin) onPodPrepared(logger klog.Logger, obj interface{}, pre *preparedPod) {
-	pl.onPodEvent(logger, nil, obj, pre)
-}
-
 // onPodEvent is onPod for an update from prev (nil: an add, or prev is
-// another pod), with the request read ahead (nil: none).
+// another pod), with the request read ahead (nil: none; the initial
+// list's pass reads it ahead, readAhead).
 func (pl *Plugin) onPodEvent(logger klog.Logger, prev *v1.Pod, obj interface{}, pre *preparedPod) {
 	pod, ok := obj.(*v1.Pod)
 	if !ok {
