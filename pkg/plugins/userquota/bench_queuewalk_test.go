@@ -30,25 +30,42 @@ import (
 //
 //	go test -run '^$' -bench QueueWalk -benchtime 300x -count 6 ./pkg/plugins/userquota
 func BenchmarkQueueWalk(b *testing.B) {
-	for _, how := range []string{"gated", "held", "held-at-start-up"} {
-		b.Run(how, func(b *testing.B) { benchQueueWalk(b, how, 10, 40) })
+	var evict []byte
+	for _, cold := range []bool{false, true} {
+		if cold {
+			evict = make([]byte, evictBytes)
+			for i := range evict {
+				evict[i] = byte(i) // backed by memory of its own, not the zero page
+			}
+		}
+		for _, mix := range []struct{ admitted, parked int }{{10, 40}, {44, 6}} {
+			for _, how := range []string{"gated", "held", "held-at-start-up"} {
+				name := fmt.Sprintf("parked=%d/%s", 1000*mix.parked, how)
+				if cold {
+					name += "/cold"
+				}
+				b.Run(name, func(b *testing.B) { benchQueueWalk(b, how, mix.admitted, mix.parked, evict) })
+			}
+		}
 	}
 }
 
-// walkConfig: every user may run 10 pods in root.q.
-var walkConfig = queueconfigtest.Root(`
+// walkConfig: every user may run n pods in root.q.
+func walkConfig(n int) string {
+	return queueconfigtest.Root(fmt.Sprintf(`
 queues:
 - name: q
   limits:
-  - limit: ten each
+  - limit: n each
     users: ["*"]
-    maxresources: {pods: 10}
-`)
+    maxresources: {pods: %d}
+`, n))
+}
 
-func benchQueueWalk(b *testing.B, how string, admitted, parked int) {
+func benchQueueWalk(b *testing.B, how string, admitted, parked int, evict []byte) {
 	const users = 1000
 	activated := 0
-	pl, store := barePlugin(b, walkConfig, &activated)
+	pl, store := barePlugin(b, walkConfig(admitted), &activated)
 	ctx := context.Background()
 	logger := klog.Background()
 	var pre fwk.PreEnqueuePlugin = pl
@@ -87,9 +104,24 @@ func benchQueueWalk(b *testing.B, how string, admitted, parked int) {
 	bound.Spec.NodeName = testNode
 	b.ReportAllocs()
 	b.ResetTimer()
-	for b.Loop() {
-		q.MoveAllToActiveOrBackoffQueue(logger, framework.EventAssignedPodAdd, nil, bound, nil)
+	if evict == nil {
+		for b.Loop() {
+			q.MoveAllToActiveOrBackoffQueue(logger, framework.EventAssignedPodAdd, nil, bound, nil)
+		}
+		return
 	}
+	// Cold: the caches swept before each walk, as a scheduling cycle does
+	// between two bindings at scale; only the walks are timed
+	// (walk-ns/op), as in BenchmarkPodPath's cold variant.
+	b.StopTimer()
+	var took time.Duration
+	for i := 0; i < b.N; i++ {
+		sweep(evict)
+		start := time.Now()
+		q.MoveAllToActiveOrBackoffQueue(logger, framework.EventAssignedPodAdd, nil, bound, nil)
+		took += time.Since(start)
+	}
+	b.ReportMetric(float64(took.Nanoseconds())/float64(b.N), "walk-ns/op")
 }
 
 // schedulingQueue is kube-scheduler's own scheduling queue with pre as
