@@ -78,6 +78,16 @@ type Args struct {
 	// not let in until it is (docs/design.md, "Hold and let in"). 0 turns
 	// it off. A duration such as 90s or 2m. Default: 2m.
 	StarvationWait string `json:"starvationWait,omitempty"`
+	// StartUpWait is how long, at most, PreEnqueue waits at start-up for
+	// the running pods to be accounted and the pods already waiting to be
+	// decided (docs/design.md, "Hold and let in"), counted once from the
+	// first pod it sees. While it waits the scheduling queue waits with
+	// it. A pod seen after it is held until then (kind Starting), as with
+	// 0, which turns the wait off: each such pod then stays in the
+	// scheduling queue's map of unschedulable pods, whose size every
+	// binding's walk pays for as long as the scheduler runs. A duration
+	// such as 10s or 1m, at most 10m. Default: 10s.
+	StartUpWait string `json:"startUpWait,omitempty"`
 	// StatusQPS and StatusBurst rate-limit the client that writes held
 	// pods' conditions and events; the scheduler's own client (bindings)
 	// is never used for them. Defaults: 20 and 50.
@@ -100,14 +110,24 @@ const (
 	DefaultRESTAddress         = ":9089"
 	DefaultLeaderElectionLease = "userquota-system/userquota-scheduler"
 	DefaultStarvationWait      = "2m" // hold.DefaultStarvation
+	DefaultStartUpWait         = "10s"
 	// maxStarvationWait bounds starvationWait: a longer wait is a typo.
 	maxStarvationWait = 24 * time.Hour
+	// maxStartUpWait bounds startUpWait: the scheduling queue waits too.
+	maxStartUpWait = 10 * time.Minute
 )
 
 // Starvation is starvationWait as a duration (0 when it does not parse:
 // Validate refuses that).
 func (a *Args) Starvation() time.Duration {
 	w, _ := time.ParseDuration(a.StarvationWait)
+	return w
+}
+
+// StartUpHold is startUpWait as a duration (0 when it does not parse:
+// Validate refuses that).
+func (a *Args) StartUpHold() time.Duration {
+	w, _ := time.ParseDuration(a.StartUpWait)
 	return w
 }
 
@@ -145,6 +165,9 @@ func (a *Args) SetDefaults() {
 	}
 	if a.StarvationWait == "" {
 		a.StarvationWait = DefaultStarvationWait
+	}
+	if a.StartUpWait == "" {
+		a.StartUpWait = DefaultStartUpWait
 	}
 	if a.StatusQPS == 0 {
 		a.StatusQPS = DefaultStatusQPS
@@ -205,6 +228,9 @@ func (a *Args) Validate() error {
 	}
 	if w, err := time.ParseDuration(a.StarvationWait); a.StarvationWait != "" && (err != nil || w < 0 || w > maxStarvationWait) {
 		errs = append(errs, field.Invalid(root.Child("starvationWait"), a.StarvationWait, "must be a duration from 0 (off) to 24h, such as 90s or 2m"))
+	}
+	if w, err := time.ParseDuration(a.StartUpWait); a.StartUpWait != "" && (err != nil || w < 0 || w > maxStartUpWait) {
+		errs = append(errs, field.Invalid(root.Child("startUpWait"), a.StartUpWait, "must be a duration from 0 (off) to 10m, such as 10s or 1m"))
 	}
 	if a.StatusQPS < 0 {
 		errs = append(errs, field.Invalid(root.Child("statusQPS"), a.StatusQPS, "must not be negative"))

@@ -31,6 +31,7 @@ func defaultArgs() Args {
 		DefaultUser:        DefaultUser,
 		RESTAddress:        ptr.To(DefaultRESTAddress),
 		StarvationWait:     DefaultStarvationWait,
+		StartUpWait:        DefaultStartUpWait,
 		StatusQPS:          DefaultStatusQPS,
 		StatusBurst:        DefaultStatusBurst,
 	}
@@ -106,6 +107,11 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "negative starvation wait", obj: json(`{"starvationWait":"-1s"}`), wantErr: []string{"args.starvationWait", `"-1s"`, "from 0 (off) to 24h"}},
 		{name: "starvation wait too long", obj: json(`{"starvationWait":"25h"}`), wantErr: []string{"args.starvationWait"}},
 		{name: "starvation wait not a duration", obj: json(`{"starvationWait":"soon"}`), wantErr: []string{"args.starvationWait", `"soon"`}},
+		{name: "start-up wait", obj: json(`{"startUpWait":"1m"}`), want: with(func(a *Args) { a.StartUpWait = "1m" })},
+		{name: "start-up wait 0 turns it off", obj: json(`{"startUpWait":"0s"}`), want: with(func(a *Args) { a.StartUpWait = "0s" })},
+		{name: "negative start-up wait", obj: json(`{"startUpWait":"-1s"}`), wantErr: []string{"args.startUpWait", `"-1s"`, "from 0 (off) to 10m"}},
+		{name: "start-up wait too long", obj: json(`{"startUpWait":"11m"}`), wantErr: []string{"args.startUpWait"}},
+		{name: "start-up wait not a duration", obj: json(`{"startUpWait":"soon"}`), wantErr: []string{"args.startUpWait", `"soon"`}},
 		{name: "negative status rate", obj: json(`{"statusQPS":-1,"statusBurst":-2}`), wantErr: []string{"args.statusQPS", "args.statusBurst"}},
 		{
 			name:    "every invalid field is reported",

@@ -20,15 +20,20 @@ import (
 
 // BenchmarkQueueWalk is kube-scheduler's own walk of its unschedulable
 // pods at every binding (an assigned pod's add: MoveAllToActiveOrBackoffQueue),
-// over 40,000 parked pods of 4,000 users (10 more each were let in): parked
-// by a scheduling gate (the SchedulingGates plugin, queueing hints on: the
-// framework's floor, docs/throughput.md "The hold"), held by UserQuota's
-// PreEnqueue as they came, or held while the running pods were accounted
-// and then decided by the start-up let-in. Each parked pod costs the walk
-// the same in all three: its gating plugin's one registered event does not
-// match the binding's.
+// over 50,000 pods of 1,000 users, 40,000 or 6,000 of them parked (the
+// rest let in): parked by a scheduling gate (the SchedulingGates plugin,
+// queueing hints on: the framework's floor, docs/throughput.md "The
+// hold"), held by UserQuota's PreEnqueue as they came, held while the
+// running pods were accounted and then decided by the start-up let-in
+// (PreEnqueue's wait off), or decided by the start-up let-in before
+// PreEnqueue saw them (its wait on: holds.awaitStartUp). Each parked pod
+// costs the walk the same: its gating plugin's one registered event does
+// not match the binding's. What differs is the queue's map of
+// unschedulable pods, which keeps the size it grew to: held at start-up,
+// every pod was in it. The cold variant sweeps the caches before each
+// walk, as a scheduling cycle does between two bindings at scale.
 //
-//	go test -run '^$' -bench QueueWalk -benchtime 300x -count 6 ./pkg/plugins/userquota
+//	go test -run '^$' -bench 'QueueWalk/.*/.*/cold' -benchtime 300x -count 5 ./pkg/plugins/userquota
 func BenchmarkQueueWalk(b *testing.B) {
 	var evict []byte
 	for _, cold := range []bool{false, true} {
@@ -39,7 +44,7 @@ func BenchmarkQueueWalk(b *testing.B) {
 			}
 		}
 		for _, mix := range []struct{ admitted, parked int }{{10, 40}, {44, 6}} {
-			for _, how := range []string{"gated", "held", "held-at-start-up"} {
+			for _, how := range []string{"gated", "held", "held-at-start-up", "decided-at-start-up"} {
 				name := fmt.Sprintf("parked=%d/%s", 1000*mix.parked, how)
 				if cold {
 					name += "/cold"
@@ -79,7 +84,23 @@ func benchQueueWalk(b *testing.B, how string, admitted, parked int, evict []byte
 	}
 	q := schedulingQueue(b, pre, ext)
 	pl.held.activate = func(l klog.Logger, ps map[string]*v1.Pod) { q.Activate(l, ps) }
-	if how != "held-at-start-up" {
+	switch how {
+	case "decided-at-start-up":
+		// The pod handler saw them while the running pods were accounted;
+		// the start-up let-in decides them before PreEnqueue does.
+		for u := range users {
+			for k := range admitted + parked {
+				p := userPod(fmt.Sprintf("u%d-%d", u, k), fmt.Sprintf("u%d", u), "", "root.q", "100m")
+				if err := store.Add(p); err != nil {
+					b.Fatal(err)
+				}
+				pl.held.seenPending(p)
+			}
+		}
+		pods, queued := pl.held.started()
+		pl.letInWaiting(logger, pods, queued)
+	case "held-at-start-up":
+	default:
 		pl.held.started()
 	}
 	for u := range users {
@@ -95,7 +116,8 @@ func benchQueueWalk(b *testing.B, how string, admitted, parked int, evict []byte
 		}
 	}
 	if how == "held-at-start-up" {
-		pl.letInWaiting(logger, pl.held.started())
+		pods, queued := pl.held.started()
+		pl.letInWaiting(logger, pods, queued)
 	}
 	if active, unschedulable := len(q.PodsInActiveQ()), len(q.UnschedulablePods()); active != users*admitted || unschedulable != users*parked {
 		b.Fatalf("%s: %d pods active, %d parked; want %d and %d", how, active, unschedulable, users*admitted, users*parked)
@@ -187,7 +209,8 @@ func BenchmarkStartUpPop(b *testing.B) {
 			q.Add(logger, p)
 		}
 		start := time.Now()
-		pl.letInWaiting(logger, pl.held.started())
+		pods, queued := pl.held.started()
+		pl.letInWaiting(logger, pods, queued)
 		lettingIn += time.Since(start)
 		if activated != len(pods) {
 			b.Fatalf("%d pods let in, want all %d", activated, len(pods))

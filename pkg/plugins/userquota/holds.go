@@ -45,11 +45,25 @@ type holds struct {
 	// echo is owed at the next PreEnqueue.
 	inCycle map[string]bool
 	// ready: the running pods are accounted; until then pods wait
-	// (start-up) in arrived, in the order the scheduling queue took them,
-	// and waiting has each one's index there, by namespace/name.
+	// (start-up) in arrived, in the order they were first seen (by the
+	// pod handler, or by PreEnqueue when it gave up waiting), and waiting
+	// has each one's index there, by namespace/name. queued: the pods
+	// among them PreEnqueue held (kind Starting), which the scheduling
+	// queue keeps among its unschedulable pods until activated.
 	ready   bool
 	waiting map[string]int
 	arrived []*v1.Pod
+	queued  map[string]bool
+
+	// decided is closed once the start-up let-in has decided the pods
+	// that waited (startUpDecided); PreEnqueue waits for it, for at most
+	// wait from the first time it waits (deadline), so that a pod the
+	// let-in admits goes to the active queue at its first PreEnqueue
+	// instead of through the queue's unschedulable pods (awaitStartUp).
+	decided     chan struct{}
+	decidedOnce sync.Once
+	wait        time.Duration
+	deadline    time.Time
 	// onLetIn, when set, is told the key of each pod let in, under mu
 	// (waits.letIn: the estimate given for it meets the actual wait).
 	onLetIn func(key string)
@@ -57,12 +71,22 @@ type holds struct {
 
 func newHolds(c clock.WithDelayedExecution, activate activateFunc, starvation time.Duration) *holds {
 	return &holds{clock: c, activate: activate, book: hold.NewBook(starvation), inCycle: map[string]bool{},
-		waiting: map[string]int{}}
+		waiting: map[string]int{}, queued: map[string]bool{}, decided: make(chan struct{})}
 }
 
 // starting keeps pod waiting and reports true while the running pods are
-// not accounted yet (no decision on partial usage).
-func (h *holds) starting(pod *v1.Pod) bool {
+// not accounted yet (no decision on partial usage): PreEnqueue then holds
+// it (kind Starting).
+func (h *holds) starting(pod *v1.Pod) bool { return h.keepWaiting(pod, true) }
+
+// seenPending keeps pod, one of ours waiting for a node that the pod
+// handler saw before the running pods were accounted, for the start-up
+// let-in to decide; after start-up it does nothing.
+func (h *holds) seenPending(pod *v1.Pod) { h.keepWaiting(pod, false) }
+
+// keepWaiting records pod in arrived before start-up (an update keeps its
+// first place) and reports whether it did; queued: PreEnqueue holds it.
+func (h *holds) keepWaiting(pod *v1.Pod, queued bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ready {
@@ -70,13 +94,59 @@ func (h *holds) starting(pod *v1.Pod) bool {
 	}
 	key := pod.Namespace + "/" + pod.Name
 	if i, ok := h.waiting[key]; ok {
-		h.arrived[i] = pod // an update: the queue keeps the pod's place
+		h.arrived[i] = pod // an update: the pod keeps its place
 	} else {
 		h.waiting[key] = len(h.arrived)
 		h.arrived = append(h.arrived, pod)
 	}
+	if queued {
+		h.queued[key] = true
+	}
 	return true
 }
+
+// waitAtStartUp makes PreEnqueue wait up to d, from the first time it
+// waits, for the start-up let-in's decisions (0: it never waits). New
+// sets it before any PreEnqueue.
+func (h *holds) waitAtStartUp(d time.Duration) { h.wait = d }
+
+// awaitStartUp returns once the start-up let-in has decided the pods that
+// waited, or once the wait is over. PreEnqueue calls it under the
+// scheduling queue's lock: the let-in releases it before it activates
+// anything (Activate takes that lock), and the wait is bounded, once per
+// process, for a replica whose start-up stalls. Why wait: a pod PreEnqueue
+// holds goes into the queue's map of unschedulable pods, which keeps its
+// size for the process's life; every binding walks that map
+// (docs/throughput.md, "The refused case against a parked floor").
+func (h *holds) awaitStartUp() {
+	if h.wait <= 0 {
+		return
+	}
+	select {
+	case <-h.decided:
+		return
+	default:
+	}
+	h.mu.Lock()
+	if h.deadline.IsZero() {
+		h.deadline = h.clock.Now().Add(h.wait)
+	}
+	left := h.deadline.Sub(h.clock.Now())
+	h.mu.Unlock()
+	if left <= 0 {
+		return
+	}
+	t := h.clock.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-h.decided:
+	case <-t.C():
+	}
+}
+
+// startUpDecided releases PreEnqueue's wait (awaitStartUp): the pods that
+// waited for start-up are decided. Idempotent.
+func (h *holds) startUpDecided() { h.decidedOnce.Do(func() { close(h.decided) }) }
 
 // isReady reports whether the running pods were accounted (started).
 func (h *holds) isReady() bool {
@@ -86,14 +156,15 @@ func (h *holds) isReady() bool {
 }
 
 // started marks the running pods accounted and returns the pods that
-// waited for it, in the order the scheduling queue took them.
-func (h *holds) started() []*v1.Pod {
+// waited for it, in the order they were first seen, and which of them
+// (by namespace/name) PreEnqueue holds.
+func (h *holds) started() (pods []*v1.Pod, queued map[string]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ready = true
-	pods := h.arrived
-	h.waiting, h.arrived = nil, nil
-	return pods
+	pods, queued = h.arrived, h.queued
+	h.waiting, h.arrived, h.queued = nil, nil, nil
+	return pods, queued
 }
 
 // configError returns why every pod is held for the config (fail closed),

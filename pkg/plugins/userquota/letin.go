@@ -142,8 +142,13 @@ func (pl *Plugin) holdPod(logger klog.Logger, pod *v1.Pod, req *ugm.Request, rea
 // let in go to the active queue in the order they were first held, the
 // queue's own order (holds.send).
 func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
-	var in []letInPod
-	var opened []*hold.Pod
+	in, opened := pl.decideLetIn(logger, cands, replace)
+	pl.sendLetIn(logger, in, opened)
+}
+
+// decideLetIn is letIn's decisions: the pods let in (room held, off the
+// book) and the held pods among them that others may wait behind.
+func (pl *Plugin) decideLetIn(logger klog.Logger, cands []*hold.Pod, replace bool) (in []letInPod, opened []*hold.Pod) {
 	sieve := hold.Sieve{}
 	for _, c := range cands {
 		if !replace && sieve.Skip(c.Reason) {
@@ -186,6 +191,12 @@ func (pl *Plugin) letIn(logger klog.Logger, cands []*hold.Pod, replace bool) {
 			opened = append(opened, c)
 		}
 	}
+	return in, opened
+}
+
+// sendLetIn activates the pods decideLetIn let in, in the order they
+// were first held, then tries the pods held behind the opened ones.
+func (pl *Plugin) sendLetIn(logger klog.Logger, in []letInPod, opened []*hold.Pod) {
 	pl.held.send(logger, sentInOrder(in))
 	for _, c := range opened {
 		pl.openBehind(logger, c.Key)
@@ -257,9 +268,13 @@ func (pl *Plugin) onConfigChange(logger klog.Logger) {
 // keeps the let-in order, which a map of pods handed to Activate does
 // not, and spares the pods that stay held a second PreEnqueue under the
 // scheduling queue's lock: they are among its unschedulable pods already.
-// pods come in the order they reached PreEnqueue (holds.started) and are
-// booked in it, so that the hold book's Seq keeps it.
-func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod) {
+// pods come in the order they were first seen (holds.started) and are
+// booked in it, so that the hold book's Seq keeps it. Once decided,
+// PreEnqueue's wait is released (holds.startUpDecided) before anything is
+// activated: a pod PreEnqueue has not held (not in queued) goes to the
+// active queue at its first PreEnqueue, and only the queued ones let in
+// are activated.
+func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod, queued map[string]bool) {
 	if reason := pl.held.configError(); reason != nil {
 		for _, pod := range pods {
 			if !pl.gone(pod) {
@@ -267,6 +282,7 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod) {
 			}
 		}
 		pl.dropGone(pods)
+		pl.held.startUpDecided()
 		return
 	}
 	cfg, queues := pl.partition(), pl.queues()
@@ -293,7 +309,10 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod) {
 		pl.held.hold(p, false)
 	})
 	pl.dropGone(pods)
-	pl.letIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
+	in, opened := pl.decideLetIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
+	pl.held.startUpDecided()
+	in = slices.DeleteFunc(in, func(p letInPod) bool { return !queued[p.pod.Namespace+"/"+p.pod.Name] })
+	pl.sendLetIn(logger, in, opened)
 }
 
 // waitingRequest is a waiting pod's placement, read ahead of its

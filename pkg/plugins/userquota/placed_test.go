@@ -164,7 +164,7 @@ func TestStartUpPlacementKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pl.letInWaiting(klog.FromContext(e.ctx), []*v1.Pod{cur})
+	e.pl.letInWaiting(klog.FromContext(e.ctx), []*v1.Pod{cur}, queuedAll([]*v1.Pod{cur}))
 	if !e.pl.ugm.Admitted(string(pod.UID)) {
 		t.Fatal("the start-up let-in did not admit the pod")
 	}

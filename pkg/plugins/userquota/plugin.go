@@ -158,6 +158,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 		waits:    newWaits(c),
 	}
 	pl.held.onLetIn = pl.waits.letIn
+	pl.held.waitAtStartUp(args.StartUpHold())
 	pl.newFairShare(c)
 	pl.newAccounting(c)
 	pl.elastic.request = func(pod *v1.Pod, cfg *queueconfig.Partition) (ugm.Request, error) {

@@ -113,6 +113,11 @@ func (pl *Plugin) onPodEvent(logger klog.Logger, prev *v1.Pod, obj interface{}, 
 	}
 	pl.elastic.podChanged(pod)
 	if pod.Spec.NodeName == "" {
+		if waiting(pod) {
+			// Before start-up is over: for the start-up let-in to decide,
+			// while PreEnqueue waits (holds.awaitStartUp).
+			pl.held.seenPending(pod)
+		}
 		// The scheduler may have written Unschedulable over a held pod's
 		// status (a refusal in a cycle): say held again.
 		pl.status.recheck(pod)

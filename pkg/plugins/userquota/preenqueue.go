@@ -27,6 +27,9 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		// until ungated (then PreEnqueue runs again).
 		return nil
 	}
+	// At start-up, wait (bounded) for the pods that waited to be decided:
+	// this pod then goes to the active queue or is held by what holds it.
+	pl.held.awaitStartUp()
 	if pl.held.starting(pod) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, hold.StartingError{}.Error())
 	}
@@ -104,8 +107,10 @@ func (pl *Plugin) holdForConfig(ctx context.Context, pod *v1.Pod) *fwk.Status {
 // accounted and the gang objects watched (Workloads, PodGroups: those
 // whose API is served) are all seen (and, with elastic queues, a share
 // table computed from whole state), rebuilds the gang reservations
-// (gangrebuild.go), which read those objects, then decides the pods
-// PreEnqueue held meanwhile, in let-in order (letInWaiting).
+// (gangrebuild.go), which read those objects, then decides the pods that
+// waited meanwhile (seen by the pod handler, or held by PreEnqueue once
+// its wait was over), in let-in order (letInWaiting), which releases
+// PreEnqueue's wait (awaitStartUp).
 func (pl *Plugin) startUp(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	if !pl.waitPodsSynced(ctx) || !cache.WaitForCacheSync(ctx.Done(), pl.objects.synced...) {
@@ -113,9 +118,10 @@ func (pl *Plugin) startUp(ctx context.Context) {
 	}
 	pl.elastic.ensure(ctx, logger)
 	pl.rebuildGangs(logger)
-	pods := pl.held.started()
+	pods, queued := pl.held.started()
 	if len(pods) > 0 {
 		logger.V(2).Info("Running pods accounted: deciding the pods that waited", "count", len(pods))
-		pl.letInWaiting(logger, pods)
+		pl.letInWaiting(logger, pods, queued)
 	}
+	pl.held.startUpDecided()
 }

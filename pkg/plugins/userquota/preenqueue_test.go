@@ -175,7 +175,10 @@ func TestPreEnqueueAtStartUp(t *testing.T) {
 	running := e0Bound(userPod("running", "sue", "", "sandbox", "2"))
 	early := userPod("early", "sue", "", "sandbox", "1")
 	fits := userPod("fits", "bob", "", "sandbox", "1")
-	e := newEnv(t, envOptions{config: sandboxConfig, objects: []runtime.Object{running, early, fits}, noStart: true})
+	// PreEnqueue's wait off: each pod is held as it comes (as after the
+	// wait, TestPreEnqueueWaitsForStartUp).
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: []runtime.Object{running, early, fits}, noStart: true,
+		args: &Args{StartUpWait: "0s"}})
 	for _, pod := range []*v1.Pod{early, fits} {
 		if s := e.pl.PreEnqueue(e.ctx, pod); s.IsSuccess() || !strings.Contains(s.Message(), "start-up") {
 			t.Fatalf("PreEnqueue(%s) before sync = %v, want a start-up wait", pod.Name, s)
@@ -195,6 +198,54 @@ func TestPreEnqueueAtStartUp(t *testing.T) {
 	}
 	if s := e.pl.PreEnqueue(e.ctx, early); s.IsSuccess() {
 		t.Error("early pod let in past sue's limit")
+	}
+}
+
+// TestPreEnqueueWaitsForStartUp: at start-up PreEnqueue waits until the
+// start-up let-in has decided the pods the pod handler saw waiting, then
+// decides as after start-up: the pod that fits goes to the active queue
+// at its first PreEnqueue (never held, so nothing activates it), the pod
+// over sue's limit is held by that limit, not for start-up. So only pods
+// that stay held enter the scheduling queue's unschedulable pods.
+func TestPreEnqueueWaitsForStartUp(t *testing.T) {
+	running := e0Bound(userPod("running", "sue", "", "sandbox", "2"))
+	early := userPod("early", "sue", "", "sandbox", "1")
+	fits := userPod("fits", "bob", "", "sandbox", "1")
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: []runtime.Object{running, early, fits}, noStart: true})
+	got := make(chan *fwk.Status, 2)
+	go func() {
+		for _, pod := range []*v1.Pod{fits, early} {
+			got <- e.pl.PreEnqueue(e.ctx, pod)
+		}
+	}()
+	select {
+	case s := <-got:
+		t.Fatalf("PreEnqueue decided (%v) before the running pods were accounted", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.start()
+	for _, want := range []struct {
+		pod  *v1.Pod
+		pass bool
+	}{{fits, true}, {early, false}} {
+		var s *fwk.Status
+		select {
+		case s = <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("PreEnqueue(%s) still waiting 10s after start-up", want.pod.Name)
+		}
+		if s.IsSuccess() != want.pass || strings.Contains(s.Message(), "start-up") {
+			t.Errorf("PreEnqueue(%s) = %v, want success %v, not a start-up wait", want.pod.Name, s, want.pass)
+		}
+	}
+	if !e.pl.ugm.Admitted(string(fits.UID)) {
+		t.Error("the pod that fits passed PreEnqueue without room")
+	}
+	if h := e.pl.held.get(early.UID); h == nil || hold.KindOf(h.Reason) != hold.KindUser {
+		t.Errorf("early pod held as %v, want held by sue's limit", h)
+	}
+	if a := e.activator.activated(); len(a) != 0 {
+		t.Errorf("activated %v: no pod was among the queue's unschedulable pods", a)
 	}
 }
 
@@ -219,7 +270,8 @@ func TestStartUpLetsInInOrder(t *testing.T) {
 	}
 	running := e0Bound(userPod("running", "sue", "", "sandbox", "500m"))
 	running.Labels[podmeta.LabelAppID] = "train"
-	e := newEnv(t, envOptions{config: sandboxConfig, objects: append(objs, running), noStart: true})
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: append(objs, running), noStart: true,
+		args: &Args{StartUpWait: "0s"}})
 	for _, pod := range pods {
 		e.pl.PreEnqueue(e.ctx, pod)
 	}
@@ -239,6 +291,53 @@ func TestStartUpLetsInInOrder(t *testing.T) {
 	}
 }
 
+// TestStartUpWaitKeepsLetInOrder: with PreEnqueue waiting at start-up
+// the pods that waited are still decided in let-in order (the start-up
+// let-in takes them from the pod handler), not in the order PreEnqueue is
+// asked about them: of sue's 8 pods, asked about p0 first, the 2 of
+// highest priority and the oldest pass, the others are held by her limit.
+func TestStartUpWaitKeepsLetInOrder(t *testing.T) {
+	var pods []*v1.Pod
+	var objs []runtime.Object
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 8 {
+		pod := userPod(fmt.Sprintf("p%d", i), "sue", "", "sandbox", "500m")
+		pod.Labels[podmeta.LabelAppID] = "train"
+		pod.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(8-i) * time.Minute))
+		if i == 2 || i == 5 {
+			pod.Spec.Priority = ptr.To[int32](10)
+		}
+		pods = append(pods, pod)
+		objs = append(objs, pod)
+	}
+	running := e0Bound(userPod("running", "sue", "", "sandbox", "500m"))
+	running.Labels[podmeta.LabelAppID] = "train"
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: append(objs, running), noStart: true})
+	passed := make(chan []string, 1)
+	go func() {
+		var in []string
+		for _, pod := range pods {
+			if e.pl.PreEnqueue(e.ctx, pod).IsSuccess() {
+				in = append(in, pod.Name)
+			}
+		}
+		passed <- in
+	}()
+	e.start()
+	var got []string
+	select {
+	case got = <-passed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("PreEnqueue still waiting 10s after start-up")
+	}
+	if want := []string{"p2", "p5", "p7"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("passed PreEnqueue: %v, want %v (the two of priority 10, then the oldest)", got, want)
+	}
+	if a := e.activator.activated(); len(a) != 0 {
+		t.Errorf("activated %v: no pod was among the queue's unschedulable pods", a)
+	}
+}
+
 // TestStartUpActivatesInArrivalOrder: the pods that waited for start-up
 // are decided in let-in order but sent to the active queue one a call, in
 // the order they reached PreEnqueue (the queue's own, which keeps its heap
@@ -253,7 +352,7 @@ func TestStartUpActivatesInArrivalOrder(t *testing.T) {
 		pods = append(pods, pod)
 		objs = append(objs, pod)
 	}
-	e := newEnv(t, envOptions{config: sandboxConfig, objects: objs, noStart: true})
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: objs, noStart: true, args: &Args{StartUpWait: "0s"}})
 	for _, i := range []int{3, 0, 4, 1, 2} {
 		e.pl.PreEnqueue(e.ctx, pods[i])
 	}
@@ -280,7 +379,7 @@ func TestStartingKeepsOnePlace(t *testing.T) {
 			t.Fatalf("%s not kept waiting before start-up", p.Name)
 		}
 	}
-	got := h.started()
+	got, _ := h.started()
 	if len(got) != 2 || got[0] != a2 || got[1] != b {
 		var names []string
 		for _, p := range got {
