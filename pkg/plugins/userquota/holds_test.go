@@ -58,27 +58,28 @@ func TestAwaitStartUp(t *testing.T) {
 		h := newHolds(testingclock.NewFakeClock(time.Now()), nil, 0)
 		waitFor(t, "awaitStartUp without a wait", waiting(h))
 	})
-	t.Run("the start-up let-in decided", func(t *testing.T) {
+	// waitingTenSeconds is a waiter with a wait of 10s on a fake clock,
+	// checked to be blocked.
+	waitingTenSeconds := func(t *testing.T) (*testingclock.FakeClock, *holds, <-chan struct{}) {
+		t.Helper()
 		c := testingclock.NewFakeClock(time.Now())
 		h := newHolds(c, nil, 0)
 		h.waitAtStartUp(10 * time.Second)
 		done := waiting(h)
 		if !blocked(t, c, done) {
-			t.Fatal("awaitStartUp returned before the start-up let-in decided")
+			t.Fatal("awaitStartUp returned before the start-up let-in decided or its wait was over")
 		}
+		return c, h, done
+	}
+	t.Run("the start-up let-in decided", func(t *testing.T) {
+		_, h, done := waitingTenSeconds(t)
 		h.startUpDecided()
 		waitFor(t, "awaitStartUp after the decision", done)
 		h.startUpDecided() // idempotent
 		waitFor(t, "awaitStartUp once decided", waiting(h))
 	})
 	t.Run("the wait is over", func(t *testing.T) {
-		c := testingclock.NewFakeClock(time.Now())
-		h := newHolds(c, nil, 0)
-		h.waitAtStartUp(10 * time.Second)
-		done := waiting(h)
-		if !blocked(t, c, done) {
-			t.Fatal("awaitStartUp returned before its wait was over")
-		}
+		c, h, done := waitingTenSeconds(t)
 		c.Step(9 * time.Second)
 		if !blocked(t, c, done) {
 			t.Fatal("awaitStartUp returned 1s before its wait was over")

@@ -254,24 +254,8 @@ func TestPreEnqueueWaitsForStartUp(t *testing.T) {
 // with room for 3 of sue's 8 pods (one application), the 2 of highest
 // priority are let in, then the oldest.
 func TestStartUpLetsInInOrder(t *testing.T) {
-	var pods []*v1.Pod
-	var objs []runtime.Object
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 8 {
-		pod := userPod(fmt.Sprintf("p%d", i), "sue", "", "sandbox", "500m")
-		pod.Labels[podmeta.LabelAppID] = "train"
-		// Younger by name: p7 is the oldest. p2 and p5 outrank the rest.
-		pod.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(8-i) * time.Minute))
-		if i == 2 || i == 5 {
-			pod.Spec.Priority = ptr.To[int32](10)
-		}
-		pods = append(pods, pod)
-		objs = append(objs, pod)
-	}
-	running := e0Bound(userPod("running", "sue", "", "sandbox", "500m"))
-	running.Labels[podmeta.LabelAppID] = "train"
-	e := newEnv(t, envOptions{config: sandboxConfig, objects: append(objs, running), noStart: true,
-		args: &Args{StartUpWait: "0s"}})
+	pods, objs := sueTraining()
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: objs, noStart: true, args: &Args{StartUpWait: "0s"}})
 	for _, pod := range pods {
 		e.pl.PreEnqueue(e.ctx, pod)
 	}
@@ -291,18 +275,17 @@ func TestStartUpLetsInInOrder(t *testing.T) {
 	}
 }
 
-// TestStartUpWaitKeepsLetInOrder: with PreEnqueue waiting at start-up
-// the pods that waited are still decided in let-in order (the start-up
-// let-in takes them from the pod handler), not in the order PreEnqueue is
-// asked about them: of sue's 8 pods, asked about p0 first, the 2 of
-// highest priority and the oldest pass, the others are held by her limit.
-func TestStartUpWaitKeepsLetInOrder(t *testing.T) {
+// sueTraining is sue's 8 pending pods of one application, p0 to p7 (p7
+// the oldest, p2 and p5 of priority 10), and the objects of a cluster
+// with them and a running pod of hers that leaves room for 3 of them.
+func sueTraining() ([]*v1.Pod, []runtime.Object) {
 	var pods []*v1.Pod
 	var objs []runtime.Object
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 8 {
 		pod := userPod(fmt.Sprintf("p%d", i), "sue", "", "sandbox", "500m")
 		pod.Labels[podmeta.LabelAppID] = "train"
+		// Younger by name: p7 is the oldest. p2 and p5 outrank the rest.
 		pod.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(8-i) * time.Minute))
 		if i == 2 || i == 5 {
 			pod.Spec.Priority = ptr.To[int32](10)
@@ -312,7 +295,17 @@ func TestStartUpWaitKeepsLetInOrder(t *testing.T) {
 	}
 	running := e0Bound(userPod("running", "sue", "", "sandbox", "500m"))
 	running.Labels[podmeta.LabelAppID] = "train"
-	e := newEnv(t, envOptions{config: sandboxConfig, objects: append(objs, running), noStart: true})
+	return pods, append(objs, running)
+}
+
+// TestStartUpWaitKeepsLetInOrder: with PreEnqueue waiting at start-up
+// the pods that waited are still decided in let-in order (the start-up
+// let-in takes them from the pod handler), not in the order PreEnqueue is
+// asked about them: of sue's 8 pods, asked about p0 first, the 2 of
+// highest priority and the oldest pass, the others are held by her limit.
+func TestStartUpWaitKeepsLetInOrder(t *testing.T) {
+	pods, objs := sueTraining()
+	e := newEnv(t, envOptions{config: sandboxConfig, objects: objs, noStart: true})
 	passed := make(chan []string, 1)
 	go func() {
 		var in []string
