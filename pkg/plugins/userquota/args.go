@@ -226,10 +226,10 @@ func (a *Args) Validate() error {
 			}
 		}
 	}
-	if w, err := time.ParseDuration(a.StarvationWait); a.StarvationWait != "" && (err != nil || w < 0 || w > maxStarvationWait) {
+	if !durationUpTo(a.StarvationWait, maxStarvationWait) {
 		errs = append(errs, field.Invalid(root.Child("starvationWait"), a.StarvationWait, "must be a duration from 0 (off) to 24h, such as 90s or 2m"))
 	}
-	if w, err := time.ParseDuration(a.StartUpWait); a.StartUpWait != "" && (err != nil || w < 0 || w > maxStartUpWait) {
+	if !durationUpTo(a.StartUpWait, maxStartUpWait) {
 		errs = append(errs, field.Invalid(root.Child("startUpWait"), a.StartUpWait, "must be a duration from 0 (off) to 10m, such as 10s or 1m"))
 	}
 	if a.StatusQPS < 0 {
@@ -239,6 +239,12 @@ func (a *Args) Validate() error {
 		errs = append(errs, field.Invalid(root.Child("statusBurst"), a.StatusBurst, "must not be negative"))
 	}
 	return errs.ToAggregate()
+}
+
+// durationUpTo reports whether s is unset or a duration from 0 to max.
+func durationUpTo(s string, max time.Duration) bool {
+	w, err := time.ParseDuration(s)
+	return s == "" || err == nil && w >= 0 && w <= max
 }
 
 // decodeArgs reads the plugin's args strictly (an unknown field is an

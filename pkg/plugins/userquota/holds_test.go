@@ -1,9 +1,11 @@
 package userquota
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -34,17 +36,18 @@ func TestAwaitStartUp(t *testing.T) {
 	// end it.
 	blocked := func(t *testing.T, c *testingclock.FakeClock, done <-chan struct{}) bool {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !c.HasWaiters() {
+		ended := func() bool {
 			select {
 			case <-done:
-				return false
+				return true
 			default:
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("the waiter set no timer in 10s")
-			}
-			time.Sleep(time.Millisecond)
+		}
+		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { return c.HasWaiters() || ended(), nil })
+		if err != nil {
+			t.Fatal("the waiter set no timer in 10s")
 		}
 		select {
 		case <-done:
