@@ -50,7 +50,7 @@ var (
 	groupsFlag   = flag.Int("groups", 20, "groups (each user is in one)")
 	levelsFlag   = flag.Int("levels", 1, "depth of the queue tree below root: 1 puts the -queues leaves under root; 3 puts them under two tiers of parents, each with a user and a group limit (make bench-scale)")
 	runsFlag     = flag.Int("runs", 3, "runs of every case, interleaved")
-	casesFlag    = flag.String("case", "", "cases to run, comma separated; each test runs those of its own: TestThroughput baseline, userquota, refused, control (the baseline again, an A/A comparison), default "+defaultThroughputCases+"; TestBacklog backlog, floor, floor-control (the floor again), default "+defaultBacklogCases)
+	casesFlag    = flag.String("case", "", "cases to run, comma separated; each test runs those of its own: TestThroughput baseline, userquota, refused, control (the baseline again, an A/A comparison), default "+defaultThroughputCases+"; TestBacklog backlog, floor, floor-control (the floor again), gated-quota (the floor with UserQuota enabled), default "+defaultBacklogCases)
 	atLimitFlag  = flag.Float64("at-limit", 0.2, "refused case: the fraction of users whose limit admits half of their pods")
 	qpsFlag      = flag.Int("qps", 5000, "scheduler client QPS and burst (raised so the API server is the ceiling, not the client limiter)")
 	verbosity    = flag.Int("v-scheduler", 2, "scheduler log verbosity (the production Deployment runs --v=2)")

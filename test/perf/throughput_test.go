@@ -49,6 +49,10 @@ var allCases = map[string]perfCase{
 	// UserQuota; floor-control is the floor again (A/A).
 	"floor":         {name: "floor", profile: baseline, backlog: true, gated: true},
 	"floor-control": {name: "floor-control", profile: baseline, backlog: true, gated: true},
+	// gated-quota: the floor's pods (the held ones gated) with UserQuota
+	// enabled: it charges the pods that bind and holds none, which tells
+	// the plugin's work on the bound pods from what holding costs.
+	"gated-quota": {name: "gated-quota", profile: withQuota, backlog: true, gated: true},
 }
 
 // cases returns the cases of -case that belong to the calling test
