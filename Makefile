@@ -10,7 +10,7 @@ BIN      ?= bin
 FUZZTIME ?= 100000x
 # Unit tiers run under the race detector; the integration tier (one test
 # binary linking a whole API server) runs without it.
-PKGS     := ./pkg/... ./cmd/...
+PKGS     := ./pkg/... ./cmd/... ./test/perf/alternation ./test/perf/cpubuckets ./test/perf/memlat ./test/perf/paired
 # How `make build` builds the binaries. The Dockerfile runs `make build`, so
 # the image holds the binary a local build makes: static (CGO_ENABLED=0, the
 # runtime image has no libc), no local paths or VCS stamp in it (-trimpath,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -352,6 +353,9 @@ func (rep *report) backlogMarkdown(cs []perfCase, n, held int) string {
 	fmt.Fprintf(&b, "Machine: %s.\n\nFlags: `%s`; scheduler binary sha256 %s.\n\n", rep.Machine, rep.Flags, rep.Binary)
 	fmt.Fprintf(&b, "%d pods a run, of which %d are held for the whole run and %d bind. **backlog**: UserQuota enabled; each user's limit admits its pods among the first %d, the rest are over quota and held at PreEnqueue. **floor**: the same pods, the %d parked by a `%s` scheduling gate, the scheduler without UserQuota (baseline profile); **floor-control** is the floor again (A/A). UserQuota's status client in backlog: %s.\n\n",
 		n, held, n-held, n-held, held, parkedGate, statusClient)
+	if slices.ContainsFunc(cs, func(c perfCase) bool { return c.name == "gated-quota" }) {
+		b.WriteString("**gated-quota**: the floor's pods with UserQuota enabled: it charges the pods that bind and holds none. The summary below pairs only the backlog and the floor-control with the floor; `go run ./test/perf/paired -report=DIR/backlog.json -against=floor` pairs every case.\n\n")
+	}
 	b.WriteString("Pods/s: TestThroughput's samples of the bound-pod count (avg, p50, p90 of a run), over the pods that bind; overall is bound pods over the time from the first bind to the last. CPU per bound pod: user+system CPU of the scheduler (from /proc) over the sampled window, in ms per bound pod (= s per 1000). " +
 		"API writes: the in-process API server's `apiserver_request_total`, every response code, verbs POST, PUT, PATCH, APPLY and DELETE on `pods` (with subresources: `pods/status`, `pods/binding`) and on `events` (core and `events.k8s.io`), from after the pods were created, before the scheduler starts, until every held pod's status says held (QuotaHeld in backlog; SchedulingGated, set at creation, in the floor) and the counters have not moved for 2 s. " +
 		"Per held pod: (the case − the floor of the same run) / held pods. Memory: the scheduler's peak RSS (VmHWM) and Go heap in use (its /metrics) at the end of the run. Each cell is the median over runs [min–max].\n\n")

@@ -36,25 +36,12 @@ func TestAwaitStartUp(t *testing.T) {
 	// end it.
 	blocked := func(t *testing.T, c *testingclock.FakeClock, done <-chan struct{}) bool {
 		t.Helper()
-		ended := func() bool {
-			select {
-			case <-done:
-				return true
-			default:
-				return false
-			}
-		}
 		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
-			func(context.Context) (bool, error) { return c.HasWaiters() || ended(), nil })
+			func(context.Context) (bool, error) { return c.HasWaiters() || closed(done), nil })
 		if err != nil {
 			t.Fatal("the waiter set no timer in 10s")
 		}
-		select {
-		case <-done:
-			return false
-		default:
-			return true
-		}
+		return !closed(done)
 	}
 
 	t.Run("no wait set", func(t *testing.T) {

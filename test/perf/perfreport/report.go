@@ -17,6 +17,9 @@ type Run struct {
 	// counts it is the mean of.
 	Avg     float64   `json:"avg"`
 	Samples []float64 `json:"samples"`
+	// CPUPer1000 is the scheduler's CPU seconds per 1,000 pods bound in
+	// the sampled window.
+	CPUPer1000 float64 `json:"schedulerCPUSecondsPer1000"`
 }
 
 // Runs returns the runs of the report at path, in its order: TestThroughput
