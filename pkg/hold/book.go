@@ -92,10 +92,12 @@ type Book struct {
 	pods    map[string]*Pod
 	byBlock map[block]*lanes
 	kinds   map[Kind]int
-	// bySince orders the pods of each kind by when they were first held,
-	// so that the one held longest is found without a walk over them all
-	// (Oldest). A pod held again by the same kind keeps its place.
-	bySince map[Kind]*btree.BTreeG[firstHeld]
+	// bySince orders the pods of each kind by when they were first held
+	// (Since, then Seq: both kept while a pod stays held), so that the
+	// one held longest is found without a walk over them all (Oldest). A
+	// pod held again by the same kind keeps its place. Its items are the
+	// pods themselves: a copy of Since and Key cost 40 bytes a held pod.
+	bySince map[Kind]*btree.BTreeG[*Pod]
 	// starvation is how long a pod may wait before the room it needs is
 	// kept for it (0: never).
 	starvation time.Duration
@@ -216,22 +218,18 @@ func historyBefore(a, b fairshare.Key) bool {
 // NewBook returns an empty book whose pods are starving after waiting
 // starvation (0: never).
 func NewBook(starvation time.Duration) *Book {
-	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, bySince: map[Kind]*btree.BTreeG[firstHeld]{},
+	return &Book{pods: map[string]*Pod{}, byBlock: map[block]*lanes{}, kinds: map[Kind]int{}, bySince: map[Kind]*btree.BTreeG[*Pod]{},
 		starvation: starvation, lanesOf: map[fairshare.Key]map[*lane]struct{}{}, behind: map[string]map[*Pod]struct{}{},
 		laneNodes: btree.NewFreeListG[*lane](freeNodes), podNodes: btree.NewFreeListG[*Pod](freeNodes)}
 }
 
-// firstHeld is a pod's place in its kind's bySince.
-type firstHeld struct {
-	at  time.Time
-	key string
-}
-
-func firstHeldBefore(a, b firstHeld) bool {
-	if !a.at.Equal(b.at) {
-		return a.at.Before(b.at)
+// firstHeldBefore orders a kind's bySince: when first held, then the
+// order the book first took them in (Seq is unique).
+func firstHeldBefore(a, b *Pod) bool {
+	if !a.Since.Equal(b.Since) {
+		return a.Since.Before(b.Since)
 	}
-	return a.key < b.key
+	return a.Seq < b.Seq
 }
 
 // count adds p to its kind's count and order.
@@ -242,7 +240,7 @@ func (b *Book) count(p *Pod) {
 		t = btree.NewG(16, firstHeldBefore)
 		b.bySince[p.kind] = t
 	}
-	t.ReplaceOrInsert(firstHeld{p.Since, p.Key})
+	t.ReplaceOrInsert(p)
 }
 
 // uncount takes p out of its kind's count and order.
@@ -251,7 +249,7 @@ func (b *Book) uncount(p *Pod) {
 		delete(b.kinds, p.kind)
 	}
 	if t := b.bySince[p.kind]; t != nil {
-		t.Delete(firstHeld{p.Since, p.Key})
+		t.Delete(p)
 		if t.Len() == 0 {
 			delete(b.bySince, p.kind)
 		}
@@ -454,6 +452,10 @@ func (b *Book) Hold(p *Pod, now time.Time) *Pod {
 	b.pods[p.Key] = p
 	if old == nil || old.kind != kind {
 		b.count(p)
+	} else {
+		// Same place (Seq), new entry: the old one must not stay
+		// reachable from the order.
+		b.bySince[kind].ReplaceOrInsert(p)
 	}
 	return old
 }
@@ -486,7 +488,7 @@ func (b *Book) Oldest() map[Kind]time.Time {
 	out := make(map[Kind]time.Time, len(b.bySince))
 	for k, t := range b.bySince {
 		if first, ok := t.Min(); ok {
-			out[k] = first.at
+			out[k] = first.Since
 		}
 	}
 	return out

@@ -180,6 +180,23 @@ func TestHoldSeq(t *testing.T) {
 	}
 }
 
+// TestOldestKeepsTheCurrentEntry: a pod held again by the same kind keeps
+// its place in its kind's order under its new entry; the old one, with
+// its reason and request, is not kept reachable from there.
+func TestOldestKeepsTheCurrentEntry(t *testing.T) {
+	b := NewBook(0)
+	b.Hold(held("a", "sue", "root.a", "x", 0, 0, userLimit("sue")), t0)
+	again := held("a", "sue", "root.a", "x", 0, 0, userLimit("sue"))
+	b.Hold(again, t0.Add(time.Minute))
+	first, ok := b.bySince[KindUser].Min()
+	if !ok || first != again || b.bySince[KindUser].Len() != 1 {
+		t.Fatalf("the order of kind %s has %d entries, the first %p, want only the current entry %p", KindUser, b.bySince[KindUser].Len(), first, again)
+	}
+	if got := b.Oldest()[KindUser]; !got.Equal(t0) {
+		t.Errorf("oldest %v, want %v (first held)", got, t0)
+	}
+}
+
 // TestOldest: per kind, when the pod held longest was first held; a pod
 // held again keeps its first time, under its new kind when that changed;
 // a kind whose last pod leaves is gone.

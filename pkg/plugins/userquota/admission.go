@@ -181,6 +181,7 @@ func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return pl.refuse(fwk.Unschedulable, klog.FromContext(ctx), pod, &s.req, err, pl.held.freed())
 	}
 	pl.held.forget(pod.UID)
+	pl.status.binding()
 	klog.FromContext(ctx).V(5).Info("Pod charged", "pod", klog.KObj(pod), "node", nodeName, "user", s.req.User, "queue", s.req.Queue)
 	return nil
 }

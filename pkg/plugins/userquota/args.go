@@ -93,6 +93,13 @@ type Args struct {
 	// is never used for them. Defaults: 20 and 50.
 	StatusQPS   float32 `json:"statusQPS,omitempty"`
 	StatusBurst int     `json:"statusBurst,omitempty"`
+	// StatusBusyQPS is how many held pods' statuses are written a second,
+	// at most, while this scheduler binds pods (one reserved within the
+	// last second): the writes give way to bindings, which the same API
+	// server serves, and resume at statusQPS when binding stops. A hold's
+	// first write is followed by its event. At or above statusQPS the
+	// writes never give way. At least 0.01. Default: 1.
+	StatusBusyQPS float32 `json:"statusBusyQPS,omitempty"`
 	// IgnoreGangs decides each pod of a gang on its own, as if it had no
 	// gang (docs/gangs.md): a gang may then be admitted in part. Default:
 	// false.
@@ -115,6 +122,9 @@ const (
 	maxStarvationWait = 24 * time.Hour
 	// maxStartUpWait bounds startUpWait: the scheduling queue waits too.
 	maxStartUpWait = 10 * time.Minute
+	// minStatusBusyQPS bounds statusBusyQPS from below: held pods are
+	// still explained while a scheduler binds without pause.
+	minStatusBusyQPS = 0.01
 )
 
 // Starvation is starvationWait as a duration (0 when it does not parse:
@@ -174,6 +184,9 @@ func (a *Args) SetDefaults() {
 	}
 	if a.StatusBurst == 0 {
 		a.StatusBurst = DefaultStatusBurst
+	}
+	if a.StatusBusyQPS == 0 {
+		a.StatusBusyQPS = DefaultStatusBusyQPS
 	}
 }
 
@@ -237,6 +250,9 @@ func (a *Args) Validate() error {
 	}
 	if a.StatusBurst < 0 {
 		errs = append(errs, field.Invalid(root.Child("statusBurst"), a.StatusBurst, "must not be negative"))
+	}
+	if a.StatusBusyQPS < minStatusBusyQPS {
+		errs = append(errs, field.Invalid(root.Child("statusBusyQPS"), a.StatusBusyQPS, "must be at least 0.01 (a write every 100s), so that held pods are explained while pods bind"))
 	}
 	return errs.ToAggregate()
 }

@@ -34,6 +34,7 @@ func defaultArgs() Args {
 		StartUpWait:        DefaultStartUpWait,
 		StatusQPS:          DefaultStatusQPS,
 		StatusBurst:        DefaultStatusBurst,
+		StatusBusyQPS:      DefaultStatusBusyQPS,
 	}
 }
 
@@ -113,6 +114,9 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "start-up wait too long", obj: json(`{"startUpWait":"11m"}`), wantErr: []string{"args.startUpWait"}},
 		{name: "start-up wait not a duration", obj: json(`{"startUpWait":"soon"}`), wantErr: []string{"args.startUpWait", `"soon"`}},
 		{name: "negative status rate", obj: json(`{"statusQPS":-1,"statusBurst":-2}`), wantErr: []string{"args.statusQPS", "args.statusBurst"}},
+		{name: "status rate while binding", obj: json(`{"statusBusyQPS":0.5}`), want: with(func(a *Args) { a.StatusBusyQPS = 0.5 })},
+		{name: "negative status rate while binding", obj: json(`{"statusBusyQPS":-1}`), wantErr: []string{"args.statusBusyQPS", "at least 0.01"}},
+		{name: "status rate while binding too low", obj: json(`{"statusBusyQPS":1e-30}`), wantErr: []string{"args.statusBusyQPS", "at least 0.01"}},
 		{
 			name:    "every invalid field is reported",
 			obj:     json(`{"configMapNamespace":"Bad_NS","configMapKey":"a/b","defaultQueue":"x","restAddress":"nope"}`),

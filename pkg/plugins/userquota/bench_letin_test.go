@@ -19,8 +19,8 @@ import (
 )
 
 // barePlugin is a Plugin without a framework, for what needs none: ugm and
-// the ledger under config, the hold book (each Activate adds to
-// activated), a status writer that never leads, and a pod lister over the
+// the ledger under config, the placements kept for PreFilter, the hold
+// book (each Activate adds to activated), a status writer that never leads, and a pod lister over the
 // store it returns (a let-in finds held pods there).
 func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.Store) {
 	m := ugm.New()
@@ -29,7 +29,7 @@ func barePlugin(tb testing.TB, config string, activated *int) (*Plugin, cache.St
 	args.SetDefaults()
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	activate := func(_ klog.Logger, ps map[string]*v1.Pod) { *activated += len(ps) }
-	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: newPodStore(pods), requests: testRequests,
+	pl := &Plugin{args: args, profile: profileName, ugm: m, ledger: ledger.New(m), pods: newPodStore(pods), requests: testRequests, placed: newPlacedPods(),
 		held:    newHolds(clock.RealClock{}, activate, 0),
 		gangs:   newGangBook(clock.RealClock{}),
 		reclaim: newReclaimBook(clock.RealClock{}, activate),

@@ -311,8 +311,22 @@ func (pl *Plugin) letInWaiting(logger klog.Logger, pods []*v1.Pod, queued map[st
 	pl.dropGone(pods)
 	in, opened := pl.decideLetIn(logger, pl.held.of(hold.KindStarting, queueOrder{pl.ugm}), false)
 	pl.held.startUpDecided()
+	pl.forgetPlacedHeld(pods)
 	in = slices.DeleteFunc(in, func(p letInPod) bool { return !queued[p.pod.Namespace+"/"+p.pod.Name] })
 	pl.sendLetIn(logger, in, opened)
+}
+
+// forgetPlacedHeld drops the placements kept for the pods among pods
+// that stay held. PreFilter uses a placement only for the pod object it
+// was made for, and a held pod's status write makes a new one, so most
+// would be kept in vain, about 200 bytes a held pod for as long as it
+// waits; a pod let in later is placed again by its PreFilter (a few µs).
+func (pl *Plugin) forgetPlacedHeld(pods []*v1.Pod) {
+	for _, pod := range pods {
+		if pl.held.get(pod.UID) != nil {
+			pl.placed.forget(pod.UID)
+		}
+	}
 }
 
 // waitingRequest is a waiting pod's placement, read ahead of its

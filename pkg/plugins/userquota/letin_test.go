@@ -178,7 +178,9 @@ func TestEchoAfterTheCycle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Now())
-			e := newEnv(t, envOptions{config: perUserConfig, clock: clk})
+			// The status writes never give way to the binding (they would
+			// wait on the clock too).
+			e := newEnv(t, envOptions{config: perUserConfig, clock: clk, args: &Args{StatusBusyQPS: DefaultStatusQPS}})
 			// The books of resource-seconds wait on the clock for their
 			// next checkpoint (minutes away): an echo is a waiter more.
 			e.waitFor("the books' checkpoint timer", func() bool { return clk.Waiters() > 0 })

@@ -153,23 +153,43 @@ func (s *placedPods) len() int {
 	return len(s.byUID)
 }
 
-// TestStartUpPlacementKept: the start-up let-in (letInWaiting) keeps each
-// pod's placement for its PreFilter, as PreEnqueue does: the pods waiting
-// at start-up are most of a restart's backlog.
+// TestStartUpPlacementKept: the start-up let-in (letInWaiting) keeps the
+// placement of each pod it admits for its PreFilter, as PreEnqueue does
+// (the pods waiting at start-up are most of a restart's backlog), and
+// none for a pod that stays held (it would be kept for as long as the
+// pod waits, most often for a pod object its status write replaced).
 func TestStartUpPlacementKept(t *testing.T) {
 	e := newEnv(t, envOptions{config: sandboxConfig})
-	pod := userPod("sue-1", "sue", "", "sandbox", "1")
-	e.pending(pod)
-	cur, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
-	if err != nil {
-		t.Fatal(err)
+	// sue may run 2 cpu in sandbox: one of the two is let in.
+	var waiting []*v1.Pod
+	for _, pod := range []*v1.Pod{userPod("sue-1", "sue", "", "sandbox", "1"), userPod("sue-2", "sue", "", "sandbox", "2")} {
+		e.pending(pod)
+		cur, err := e.informers.Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, cur)
 	}
-	e.pl.letInWaiting(klog.FromContext(e.ctx), []*v1.Pod{cur}, queuedAll([]*v1.Pod{cur}))
-	if !e.pl.ugm.Admitted(string(pod.UID)) {
-		t.Fatal("the start-up let-in did not admit the pod")
+	e.pl.letInWaiting(klog.FromContext(e.ctx), waiting, queuedAll(waiting))
+	admitted := 0
+	for _, cur := range waiting {
+		pre := e.pl.placed.take(cur)
+		if !e.pl.ugm.Admitted(string(cur.UID)) {
+			if e.pl.held.get(cur.UID) == nil {
+				t.Errorf("%s neither admitted nor held", cur.Name)
+			}
+			if pre != nil {
+				t.Errorf("%s stays held, yet its start-up placement is kept", cur.Name)
+			}
+			continue
+		}
+		admitted++
+		req, ok := pre.request(e.pl.partition())
+		if !ok || req.Queue != "root.sandbox" {
+			t.Errorf("%s: PreFilter would reuse the start-up placement: %v (queue %q), want it in root.sandbox", cur.Name, ok, req.Queue)
+		}
 	}
-	req, ok := e.pl.placed.take(cur).request(e.pl.partition())
-	if !ok || req.Queue != "root.sandbox" {
-		t.Fatalf("PreFilter would reuse the start-up placement: %v (queue %q), want it in root.sandbox", ok, req.Queue)
+	if admitted != 1 {
+		t.Errorf("%d pods admitted, want 1", admitted)
 	}
 }

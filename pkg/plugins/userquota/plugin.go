@@ -180,7 +180,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, c clock.Wi
 	if err != nil {
 		return nil, err
 	}
-	if pl.status, err = pl.newStatusWriter(ctx, leader); err != nil {
+	if pl.status, err = pl.newStatusWriter(ctx, leader, c); err != nil {
 		return nil, err
 	}
 	// The config must be in force before running pods are accounted: the

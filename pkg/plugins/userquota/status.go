@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
+	"k8s.io/utils/clock"
 
 	"github.com/userquota/userquota/pkg/hold"
 	"github.com/userquota/userquota/pkg/metrics"
@@ -43,11 +45,17 @@ const (
 )
 
 // statusDefaults: the status client's own rate limit (the scheduler's
-// client, which binds pods, is never used for it).
+// client, which binds pods, is never used for it), and the writes' rate
+// while this scheduler binds pods.
 const (
-	DefaultStatusQPS   = 20
-	DefaultStatusBurst = 50
+	DefaultStatusQPS     = 20
+	DefaultStatusBurst   = 50
+	DefaultStatusBusyQPS = 1
 )
+
+// bindingWindow is how long after a pod's Reserve the scheduler counts as
+// binding, for the status writer to give way (statusWriter.yield).
+const bindingWindow = time.Second
 
 // wantStatus is what a pod's status should say.
 type wantStatus struct {
@@ -77,12 +85,25 @@ func (w *wantStatus) message() string {
 // leader: a pod's wanted status is kept, and written (or found written
 // already, after a failover) when this replica leads. Its lock guards the
 // wanted statuses; it is never held while writing.
+//
+// Its writes give way to the scheduler's bindings: the API server they
+// load is the one that binds, and a held pod's explanation can wait where
+// a pod that fits cannot. While a pod was reserved within bindingWindow
+// it writes once every busyEvery at most (statusBusyQPS), and at the
+// status client's rate otherwise; every wanted status is still written.
 type statusWriter struct {
 	client   kubernetes.Interface
 	pods     corelisters.PodLister
 	recorder events.EventRecorder
 	leading  func() bool
 	queue    workqueue.TypedRateLimitingInterface[types.UID]
+
+	clock     clock.WithTicker
+	busyEvery time.Duration
+	// reserved is when a pod was last reserved (UnixNano; 0: never), set
+	// by Reserve; lastWrite is the writer goroutine's own.
+	reserved  atomic.Int64
+	lastWrite time.Time
 
 	mu   sync.Mutex
 	want map[types.UID]*wantStatus
@@ -94,7 +115,7 @@ type statusWriter struct {
 // newStatusWriter builds the plugin's status writer: a client of its own
 // (the scheduler's kubeconfig, with statusQPS and statusBurst), and its
 // own event recorder on it.
-func (pl *Plugin) newStatusWriter(ctx context.Context, leader rest.LeaderFunc) (*statusWriter, error) {
+func (pl *Plugin) newStatusWriter(ctx context.Context, leader rest.LeaderFunc, c clock.WithTicker) (*statusWriter, error) {
 	client := pl.handle.ClientSet()
 	if cfg := pl.handle.KubeConfig(); cfg != nil {
 		cfg = restclient.CopyConfig(cfg)
@@ -109,9 +130,16 @@ func (pl *Plugin) newStatusWriter(ctx context.Context, leader rest.LeaderFunc) (
 		return nil, fmt.Errorf("status events: %w", err)
 	}
 	recorder := broadcaster.NewRecorder(scheme.Scheme, pl.profile)
-	return newStatusWriter(client, pl.pods, recorder, func() bool { ok, _ := leader(); return ok }), nil
+	w := newStatusWriter(client, pl.pods, recorder, func() bool { ok, _ := leader(); return ok })
+	w.clock = c
+	if pl.args.StatusBusyQPS < pl.args.StatusQPS {
+		w.busyEvery = busyEvery(pl.args.StatusBusyQPS)
+	}
+	return w, nil
 }
 
+// newStatusWriter returns a status writer that never gives way to
+// bindings (busyEvery 0), on the real clock.
 func newStatusWriter(client kubernetes.Interface, pods corelisters.PodLister, recorder events.EventRecorder, leading func() bool) *statusWriter {
 	return &statusWriter{
 		client:   client,
@@ -120,7 +148,43 @@ func newStatusWriter(client kubernetes.Interface, pods corelisters.PodLister, re
 		leading:  leading,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "userquota-status"}),
-		want: map[types.UID]*wantStatus{},
+		want:  map[types.UID]*wantStatus{},
+		clock: clock.RealClock{},
+	}
+}
+
+// busyEvery is the least time between two writes at qps writes a second.
+func busyEvery(qps float32) time.Duration {
+	if qps <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / float64(qps))
+}
+
+// binding records that this scheduler reserved a pod: the writes give way
+// for bindingWindow.
+func (w *statusWriter) binding() {
+	if w != nil && w.busyEvery > 0 {
+		w.reserved.Store(w.clock.Now().UnixNano())
+	}
+}
+
+// yield returns once a write may be made: at once while the scheduler is
+// not binding, else busyEvery after the last write (or when the binding
+// stops), or when ctx ends.
+func (w *statusWriter) yield(ctx context.Context) {
+	for {
+		now := w.clock.Now()
+		idle := time.Unix(0, w.reserved.Load()).Add(bindingWindow)
+		due := w.lastWrite.Add(w.busyEvery)
+		if !now.Before(idle) || !now.Before(due) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clock.After(min(idle.Sub(now), due.Sub(now))):
+		}
 	}
 }
 
@@ -205,6 +269,9 @@ func (w *statusWriter) next(ctx context.Context, logger klog.Logger) bool {
 		return false
 	}
 	defer w.queue.Done(uid)
+	if w.yield(ctx); ctx.Err() != nil {
+		return false
+	}
 	if err := w.write(ctx, logger, uid); err != nil {
 		logger.V(2).Info("Writing a held pod's status failed; retrying", "podUID", uid, "err", err)
 		metrics.RecordStatusWrite(metrics.ResultFailed)
@@ -260,6 +327,7 @@ func (w *statusWriter) write(ctx context.Context, logger klog.Logger, uid types.
 			return err
 		}
 		metrics.RecordStatusWrite(metrics.ResultWritten)
+		w.lastWrite = w.clock.Now()
 	}
 	w.mu.Lock()
 	event := w.want[uid] == want && want.event
