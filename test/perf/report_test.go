@@ -343,12 +343,12 @@ func (rep *report) backlogMarkdown(cs []perfCase, n, held int) string {
 		}
 		return out
 	}
-	statusClient := fmt.Sprintf("the plugin's defaults (statusQPS 20, statusBurst 50), as shipped: the holds' %d writes trickle for about %.0f s, so a backlog run ends after its last bind and its API writes are counted up to then, per held pod whose status said held by then", 2*held, float64(2*held)/20)
+	statusClient := fmt.Sprintf("the plugin's defaults (statusQPS 20, statusBurst 50, and statusBusyQPS 1 while pods bind), as shipped: the holds' %d writes trickle for about %.0f s, so a backlog run ends after its last bind and its API writes are counted up to then, per held pod whose status said held by then", 2*held, float64(2*held)/20)
 	switch {
 	case *statusQPS > 0 && trickles(held):
-		statusClient = fmt.Sprintf("statusQPS and statusBurst %d (-status-qps): the holds' %d writes trickle for about %.0f s, so a backlog run ends after its last bind and its API writes are counted up to then", *statusQPS, 2*held, float64(2*held)/float64(*statusQPS))
+		statusClient = fmt.Sprintf("statusQPS and statusBurst %d (-status-qps; statusBusyQPS 1 while pods bind, below it): the holds' %d writes trickle for about %.0f s, so a backlog run ends after its last bind and its API writes are counted up to then", *statusQPS, 2*held, float64(2*held)/float64(*statusQPS))
 	case *statusQPS > 0:
-		statusClient = fmt.Sprintf("statusQPS and statusBurst %d (-status-qps; at the plugin's default of 20/s the holds' %d writes would take about %.0f s)", *statusQPS, 2*held, float64(2*held)/20)
+		statusClient = fmt.Sprintf("statusQPS and statusBurst %d (-status-qps; statusBusyQPS 1 while pods bind, below it; at the plugin's default of 20/s the holds' %d writes would take about %.0f s)", *statusQPS, 2*held, float64(2*held)/20)
 	}
 	fmt.Fprintf(&b, "Machine: %s.\n\nFlags: `%s`; scheduler binary sha256 %s.\n\n", rep.Machine, rep.Flags, rep.Binary)
 	fmt.Fprintf(&b, "%d pods a run, of which %d are held for the whole run and %d bind. **backlog**: UserQuota enabled; each user's limit admits its pods among the first %d, the rest are over quota and held at PreEnqueue. **floor**: the same pods, the %d parked by a `%s` scheduling gate, the scheduler without UserQuota (baseline profile); **floor-control** is the floor again (A/A). UserQuota's status client in backlog: %s.\n\n",

@@ -90,7 +90,8 @@ func (w *wantStatus) message() string {
 // load is the one that binds, and a held pod's explanation can wait where
 // a pod that fits cannot. While a pod was reserved within bindingWindow
 // it writes once every busyEvery at most (statusBusyQPS), and at the
-// status client's rate otherwise; every wanted status is still written.
+// status client's rate otherwise; every wanted status is still written,
+// and one that replaces the scheduler's Unschedulable never waits.
 type statusWriter struct {
 	client   kubernetes.Interface
 	pods     corelisters.PodLister
@@ -167,6 +168,29 @@ func (w *statusWriter) binding() {
 	if w != nil && w.busyEvery > 0 {
 		w.reserved.Store(w.clock.Now().UnixNano())
 	}
+}
+
+// urgent reports whether the pod uid's status says Unschedulable, as the
+// scheduler writes after a refusal in a cycle: cluster autoscalers add
+// nodes for such a pod, and no node helps a pod its quota holds, so its
+// write never gives way.
+func (w *statusWriter) urgent(uid types.UID) bool {
+	w.mu.Lock()
+	want := w.want[uid]
+	var namespace, name string
+	if want != nil {
+		namespace, name = want.namespace, want.name
+	}
+	w.mu.Unlock()
+	if want == nil {
+		return false
+	}
+	pod, err := w.pods.Pods(namespace).Get(name)
+	if err != nil || pod.UID != uid {
+		return false
+	}
+	_, c := apipod.GetPodCondition(&pod.Status, v1.PodScheduled)
+	return c != nil && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable
 }
 
 // yield returns once a write may be made: at once while the scheduler is
@@ -269,8 +293,10 @@ func (w *statusWriter) next(ctx context.Context, logger klog.Logger) bool {
 		return false
 	}
 	defer w.queue.Done(uid)
-	if w.yield(ctx); ctx.Err() != nil {
-		return false
+	if w.busyEvery > 0 && !w.urgent(uid) {
+		if w.yield(ctx); ctx.Err() != nil {
+			return false
+		}
 	}
 	if err := w.write(ctx, logger, uid); err != nil {
 		logger.V(2).Info("Writing a held pod's status failed; retrying", "podUID", uid, "err", err)

@@ -72,7 +72,8 @@ func TestStatusWriterLeadership(t *testing.T) {
 
 // TestStatusWritesGiveWayToBinding: while the scheduler binds pods (one
 // reserved within bindingWindow), held pods' statuses are written one per
-// busyEvery at most; once it stops binding, at once.
+// busyEvery at most; once it stops binding, at once. A pod whose status
+// says Unschedulable (the scheduler's refusal in a cycle) never waits.
 func TestStatusWritesGiveWayToBinding(t *testing.T) {
 	const every = 5 * time.Second
 	type step struct {
@@ -83,9 +84,12 @@ func TestStatusWritesGiveWayToBinding(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		binding bool // a pod reserved before the first write
-		steps   []step
+		// unschedulable: the second pod's status says Unschedulable.
+		unschedulable bool
+		steps         []step
 	}{
 		{name: "not binding: written at once", steps: []step{{written: true}}},
+		{name: "binding, the pod Unschedulable: written at once", binding: true, unschedulable: true, steps: []step{{written: true}}},
 		{
 			name:    "binding: the next write waits busyEvery",
 			binding: true,
@@ -114,6 +118,9 @@ func TestStatusWritesGiveWayToBinding(t *testing.T) {
 			defer cancel()
 			first := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "first", UID: "uid-first"}}
 			second := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "second", UID: "uid-second"}}
+			if tc.unschedulable {
+				second.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+			}
 			cs := fake.NewClientset(first, second)
 			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 			for _, p := range []*v1.Pod{first, second} {
