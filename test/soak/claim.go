@@ -10,8 +10,8 @@ import (
 // and that pod's own reason, checked now.
 //
 // Both pods' statuses may lag their reasons: after a config change every
-// held pod's limit changes, and the status writer (20 writes a second)
-// rewrites them over seconds, so a pod re-held behind a starving pod
+// held pod's limit changes, and the status writer (20 writes a second, 1
+// while pods bind) rewrites them over seconds or minutes, so a pod re-held behind a starving pod
 // still shows its old limit, and so may the starving pod. The claim is
 // checked against the history (starving) as a status is, and holds for
 // claimTTL: a pod still waiting after that is asked about again.

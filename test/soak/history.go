@@ -602,9 +602,9 @@ func (h *history) waitsByPolicy(p *podRec, cfgs []*qconfig, now time.Time) bool 
 // starvingAhead reports whether a pending pod ahead of p may have the
 // scheduler keep room for it (the starvation barrier) before p's status
 // says so: a refused pod starving ahead of p by its status's reason.
-// The plugin's status client writes at 20/s, so after a config change
-// re-holds many pods, a held pod's status can lag its reason by seconds
-// (keptBehind reads the status).
+// The plugin's status client writes at 20/s (1/s while pods bind), so
+// after a config change re-holds many pods, a held pod's status can lag
+// its reason by seconds or minutes (keptBehind reads the status).
 func (h *history) starvingAhead(p *podRec, cfgs []*qconfig, now time.Time) bool {
 	for _, q := range h.pods {
 		if q != p && q.refused && h.starving(q, p, q.refusal, cfgs, now) {

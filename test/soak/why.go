@@ -17,8 +17,9 @@ const whyHops = 2
 // explainWait is what the leading scheduler says of a pod that broke the
 // wait invariant (GET the why endpoint), and of the pod it says the pod
 // waits behind. The checker reads pod statuses, which the status writer
-// (20 writes a second) may not have caught up with; the scheduler's own
-// answer, checked now, tells a pod held by policy from a lost let-in.
+// (20 writes a second, 1 while pods bind) may not have caught up with;
+// the scheduler's own answer, checked now, tells a pod held by policy
+// from a lost let-in.
 func (r *runner) explainWait(ns, name string) string {
 	var b strings.Builder
 	for range whyHops {
