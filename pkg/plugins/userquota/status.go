@@ -154,11 +154,9 @@ func newStatusWriter(client kubernetes.Interface, pods corelisters.PodLister, re
 	}
 }
 
-// busyEvery is the least time between two writes at qps writes a second.
+// busyEvery is the least time between two writes at qps writes a second
+// (validated: at least minStatusBusyQPS).
 func busyEvery(qps float32) time.Duration {
-	if qps <= 0 {
-		return 0
-	}
 	return time.Duration(float64(time.Second) / float64(qps))
 }
 

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -104,7 +103,7 @@ func buckets2md(w io.Writer, report string, span time.Duration) error {
 			for _, us := range perCase[c] {
 				v = append(v, us[n])
 			}
-			cells[i] = strconv.FormatFloat(median(v), 'f', 0, 64)
+			cells[i] = strconv.FormatFloat(perfreport.Median(v), 'f', 0, 64)
 		}
 		fmt.Fprintf(w, "| %s | %s |\n", c, strings.Join(cells, " | "))
 	}
@@ -176,16 +175,4 @@ func classify(frames []string) string {
 		}
 	}
 	return other
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

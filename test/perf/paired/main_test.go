@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestTablePairsEveryCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := table(&out, p, "floor"); err != nil {
+	if err := table(&out, []string{p}, "floor"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -38,7 +39,37 @@ func TestTablePairsEveryCase(t *testing.T) {
 	if strings.Contains(out.String(), "| 3 |") {
 		t.Errorf("run 3, without a floor, paired:\n%s", out.String())
 	}
-	if err := table(&strings.Builder{}, p, "baseline"); err == nil {
+	if err := table(&strings.Builder{}, []string{p}, "baseline"); err == nil {
 		t.Error("a reference case with no run: no error")
+	}
+}
+
+// TestTablePoolsReports: runs of several reports are paired within their
+// report and summarized together.
+func TestTablePoolsReports(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i, body := range []string{
+		`{"backlog":[{"case":"floor","run":1,"avg":200,"schedulerCPUSecondsPer1000":5},{"case":"backlog","run":1,"avg":180,"schedulerCPUSecondsPer1000":6}]}`,
+		`{"backlog":[{"case":"floor","run":1,"avg":100,"schedulerCPUSecondsPer1000":4},{"case":"backlog","run":1,"avg":120,"schedulerCPUSecondsPer1000":4}]}`,
+	} {
+		p := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	var out strings.Builder
+	if err := table(&out, paths, "floor"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| 1 | backlog | 180.0 | 0.900 | 1.200x |",
+		"| 2.1 | backlog | 120.0 | 1.200 | 1.000x |",
+		"| backlog | 2 | 1.050 [0.900–1.200] | 1.100x [1.000x–1.200x] |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
 	}
 }

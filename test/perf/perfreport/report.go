@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // Run is what the commands read of a report's run.
@@ -45,4 +46,16 @@ func Runs(path string) ([]Run, error) {
 		return nil, fmt.Errorf("%s: no runs", path)
 	}
 	return runs, nil
+}
+
+// Median is the median of v (the mean of the two middle values for an
+// even count; 0 for none), as the reports print it.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
 }
